@@ -1,0 +1,460 @@
+"""Rota: the façade an application holds; registers tasks, queues jobs and wires the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from sqlalchemy.engine import Connection
+
+from rota.config import RotaConfig, default_url
+from rota.core import payload
+from rota.core.clock import Clock, SystemClock, as_utc
+from rota.core.model import DrainResult, Job, JobState, JobStatus, NewJob
+from rota.core.transitions import manual_retry
+from rota.errors import (
+    ConfigError,
+    DatabaseUnavailable,
+    InvalidArguments,
+    JobNotFound,
+    StoreError,
+)
+from rota.observe.events import EventLog
+from rota.runtime.drain import drain
+from rota.runtime.executor import Executor
+from rota.runtime.worker import Worker, WorkerSettings
+from rota.store import migrate
+from rota.store.dialects import check_server, create_engine, describe_url
+from rota.store.sql import SqlStore
+from rota.tasks import DEFAULT_QUEUE, Handler, TaskDefinition, TaskRegistry
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+logger = logging.getLogger("rota")
+LIVE_WORKER_WINDOW = timedelta(minutes=2)
+
+
+class Rota:
+    """Durable jobs and cron on one database.
+
+    >>> rota = Rota("sqlite:///app.db")
+    >>> @rota.task(retries=5)
+    ... def send_email(ctx, to: str) -> None: ...
+    >>> job_id = rota.queue(send_email, "a@example.com", delay=30)
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        concurrency: int = 5,
+        catchup_missed: bool = False,
+        max_missed_runs: int = 1,
+        clock: Clock | None = None,
+        logger: logging.Logger | None = None,
+        table_prefix: str = "rota_",
+        auto_migrate: bool = True,
+        poll_interval: float = 1.0,
+        lease_seconds: float = 30.0,
+        connect_timeout: float = 30.0,
+        misfire_grace: float = 60.0,
+        max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.config = RotaConfig(
+            url=url or default_url(),
+            concurrency=concurrency,
+            catchup_missed=catchup_missed,
+            max_missed_runs=max_missed_runs,
+            misfire_grace=misfire_grace,
+            table_prefix=table_prefix,
+            auto_migrate=auto_migrate,
+            poll_interval=poll_interval,
+            lease_seconds=lease_seconds,
+            connect_timeout=connect_timeout,
+            max_payload_bytes=max_payload_bytes,
+        )
+        self.clock: Clock = clock or SystemClock()
+        self.events = EventLog(logger)
+        engine, dialect = create_engine(self.config.url)
+        self.store = SqlStore(engine, dialect, table_prefix)
+        self.registry = TaskRegistry()
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._worker: Worker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task_threads: ThreadPoolExecutor | None = None
+        self._db_threads: ThreadPoolExecutor | None = None
+
+    # -- definitions -------------------------------------------------------------------------
+
+    @overload
+    def task(self, handler: F, /) -> F: ...
+
+    @overload
+    def task(
+        self,
+        handler: None = None,
+        /,
+        *,
+        name: str | None = None,
+        cron: str | None = None,
+        tz: str = "UTC",
+        retries: int = 3,
+        retry_delay: float = 10.0,
+        retry_cap: float = 3600.0,
+        timeout: float | None = None,
+        queue: str = DEFAULT_QUEUE,
+        priority: int = 0,
+    ) -> Callable[[F], F]: ...
+
+    def task(
+        self,
+        handler: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        cron: str | None = None,
+        tz: str = "UTC",
+        retries: int = 3,
+        retry_delay: float = 10.0,
+        retry_cap: float = 3600.0,
+        timeout: float | None = None,
+        queue: str = DEFAULT_QUEUE,
+        priority: int = 0,
+    ) -> F | Callable[[F], F]:
+        """Register a function as a task, under its ``__name__`` unless ``name=`` is given.
+
+        >>> @rota.task(retries=5, retry_delay=10, queue="mail")
+        ... def send_email(ctx: JobContext, to: str) -> None: ...
+        """
+
+        def register(function: F) -> F:
+            definition = TaskDefinition(
+                name=name or function.__name__,
+                handler=function,
+                cron=cron,
+                tz=tz,
+                retries=retries,
+                retry_delay=retry_delay,
+                retry_cap=retry_cap,
+                timeout=timeout,
+                queue=queue,
+                priority=priority,
+            )
+            self.define_task(definition)
+            return function
+
+        return register(handler) if handler is not None else register
+
+    def define_task(self, definition: TaskDefinition) -> TaskDefinition:
+        if definition.cron is not None:
+            raise ConfigError(
+                f"task {definition.name!r}: cron schedules are not available in this version"
+            )
+        self.registry.add(definition)
+        return definition
+
+    # -- queueing ----------------------------------------------------------------------------
+
+    def queue(
+        self,
+        task: str | Handler,
+        /,
+        *positional: Any,
+        delay: float | timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique_key: str | None = None,
+        connection: Connection | None = None,
+        args: Sequence[Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        **keyword: Any,
+    ) -> int:
+        """Persist one job of ``task`` (a registered handler or a task name); return its id.
+
+        Arguments are checked to be JSON-serialisable here, never later.  With ``connection``
+        the job is written in that caller's transaction and exists only if it commits.
+        """
+        if unique_key is not None:
+            raise ConfigError("unique_key is not available in this version")
+        job = self._new_job(task, positional, keyword, args, kwargs, delay, run_at, priority, queue)
+        now = self.clock.now()
+        if connection is not None:
+            self._ensure_ready()
+            (job_id,) = self.store.enqueue([job], now, connection=connection)
+        else:
+            (job_id,) = self._with_schema(lambda: self.store.enqueue([job], now))
+        self._wake_worker()
+        return job_id
+
+    async def aqueue(self, task: str | Handler, /, *positional: Any, **options: Any) -> int:
+        """``queue`` for async code: the database round trip runs in a thread."""
+        call = functools.partial(self.queue, task, *positional, **options)
+        return await asyncio.to_thread(call)
+
+    def _new_job(
+        self,
+        task: str | Handler,
+        positional: tuple[Any, ...],
+        keyword: dict[str, Any],
+        args: Sequence[Any] | None,
+        kwargs: Mapping[str, Any] | None,
+        delay: float | timedelta | None,
+        run_at: datetime | None,
+        priority: int | None,
+        queue: str | None,
+    ) -> NewJob:
+        if (args is not None and positional) or (kwargs is not None and keyword):
+            raise InvalidArguments("pass arguments either directly or with args=/kwargs=, not both")
+        definition = self._definition(task)
+        name = definition.name if definition else str(task)
+        encoded = payload.encode(
+            positional if args is None else tuple(args),
+            keyword if kwargs is None else dict(kwargs),
+            max_bytes=self.config.max_payload_bytes,
+        )
+        return NewJob(
+            task=name,
+            payload=encoded,
+            run_at=self._run_at(delay, run_at),
+            queue=queue or (definition.queue if definition else DEFAULT_QUEUE),
+            priority=priority
+            if priority is not None
+            else (definition.priority if definition else 0),
+            max_attempts=definition.policy.max_attempts if definition else None,
+        )
+
+    def _definition(self, task: str | Handler) -> TaskDefinition | None:
+        if not isinstance(task, str):
+            return self.registry.by_handler(task)
+        definition = self.registry.find(task)
+        if definition is None:
+            self._warn_if_unknown(task)
+        return definition
+
+    def _warn_if_unknown(self, name: str) -> None:
+        try:
+            workers = self._with_schema(
+                lambda: self.store.workers(self.clock.now() - LIVE_WORKER_WINDOW)
+            )
+        except StoreError:
+            return
+        if not any(name in worker.tasks for worker in workers):
+            logger.warning(
+                "task %r is not registered here nor by any live worker; the job will wait",
+                name,
+                extra={"event": "job.unknown_task", "task": name},
+            )
+
+    def _run_at(self, delay: float | timedelta | None, run_at: datetime | None) -> datetime:
+        if delay is not None and run_at is not None:
+            raise InvalidArguments("give delay or run_at, not both")
+        now = self.clock.now()
+        if run_at is not None:
+            if not isinstance(run_at, datetime):
+                raise InvalidArguments(f"run_at must be a datetime, got {type(run_at).__name__}")
+            return as_utc(run_at)
+        if delay is None:
+            return now
+        step = delay if isinstance(delay, timedelta) else timedelta(seconds=delay)
+        if step < timedelta(0):
+            raise InvalidArguments(f"delay must not be negative, got {delay!r}")
+        return now + step
+
+    # -- inspection and control --------------------------------------------------------------
+
+    def job(self, job_id: int) -> Job:
+        """The job's current record; raises ``JobNotFound`` (code ``JOB_NOT_FOUND``)."""
+        found = self._with_schema(lambda: self.store.job(job_id))
+        if found is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        return found
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a pending job, or a running one at its next heartbeat; ``False`` if finished."""
+        result = self._with_schema(lambda: self.store.cancel(job_id, self.clock.now()))
+        if result is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        return result
+
+    def retry(self, job_id: int) -> bool:
+        """Move a failed or cancelled job back to pending with a fresh attempt budget."""
+        job = self.job(job_id)
+        if job.state not in (JobState.FAILED, JobState.CANCELLED):
+            return False
+        applied = self._with_schema(lambda: self.store.retry(manual_retry(job, self.clock.now())))
+        self._wake_worker()
+        return applied
+
+    def jobs(self) -> list[JobStatus]:
+        active = self._with_schema(
+            lambda: self.store.jobs(states=(JobState.PENDING, JobState.RUNNING), limit=1000)
+        )
+        return [
+            JobStatus(
+                id=job.id,
+                name=job.task,
+                cron=None,
+                status=job.state.value,
+                last_run=job.started_at,
+                next_run=job.run_at if job.state is JobState.PENDING else None,
+                runs=job.attempt,
+                failures=len(job.errors),
+            )
+            for job in active
+        ]
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect (retrying), migrate if enabled, register and start this process's worker."""
+        if self._worker is not None:
+            return
+        await asyncio.to_thread(self._ensure_ready)
+        self._loop = asyncio.get_running_loop()
+        self._task_threads = ThreadPoolExecutor(self.config.concurrency, "rota-task")
+        self._db_threads = ThreadPoolExecutor(2, "rota-db")
+        settings = WorkerSettings(
+            queues=tuple(self.registry.queues()),
+            concurrency=self.config.concurrency,
+            poll_interval=self.config.poll_interval,
+            lease_seconds=self.config.lease_seconds,
+        )
+        worker = Worker(self.store, self._executor(), settings, self.events, self._db_call)
+        await worker.start()
+        self._worker = worker
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        await worker.stop(grace)
+        for pool in (self._task_threads, self._db_threads):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._task_threads = self._db_threads = None
+
+    async def __aenter__(self) -> Rota:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def run(self, grace: float = 30.0) -> None:
+        """Run the worker until SIGINT or SIGTERM, then stop gracefully."""
+        asyncio.run(self._run_until_signalled(grace))
+
+    async def _run_until_signalled(self, grace: float) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await self.start()
+            await stop.wait()
+            logger.info("stopping: waiting up to %s s for running jobs", grace)
+        finally:
+            await self.stop(grace)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    def drain(self, queue: str | None = None) -> DrainResult:
+        """Run every due job in this process until none is left; for tests and scripts."""
+        return asyncio.run(self.adrain(queue))
+
+    async def adrain(self, queue: str | None = None) -> DrainResult:
+        """``drain`` for async code."""
+        await asyncio.to_thread(self._ensure_ready)
+        threads = ThreadPoolExecutor(self.config.concurrency, "rota-drain")
+        try:
+            executor = Executor(self.registry, self.clock, self.events, threads)
+            queues = [queue] if queue else self.registry.queues()
+            return await drain(
+                self.store, executor, queues, self.config.concurrency, self.config.lease_seconds
+            )
+        finally:
+            threads.shutdown(wait=False)
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _executor(self) -> Executor:
+        assert self._task_threads is not None
+        return Executor(self.registry, self.clock, self.events, self._task_threads)
+
+    async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db_threads, functools.partial(function, *args))
+
+    def _wake_worker(self) -> None:
+        worker, loop = self._worker, self._loop
+        if worker is None or loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            worker.notify()
+        else:
+            loop.call_soon_threadsafe(worker.notify)
+
+    def _with_schema(self, work: Callable[[], T]) -> T:
+        self._ensure_ready()
+        return work()
+
+    def _ensure_ready(self) -> None:
+        """Connect once, retrying until ``connect_timeout``; migrate when enabled."""
+        if self._ready:
+            return
+        with self._ready_lock:
+            if self._ready:
+                return
+            deadline = time.monotonic() + self.config.connect_timeout
+            delay = 0.2
+            where = describe_url(self.config.url)
+            while True:
+                try:
+                    self._connect()
+                    break
+                except StoreError as error:
+                    if time.monotonic() + delay > deadline:
+                        raise DatabaseUnavailable(
+                            f"cannot reach the {where} after {self.config.connect_timeout} s: "
+                            f"{error}"
+                        ) from error
+                    logger.warning(
+                        "cannot reach the %s (%s); retrying in %.1f s",
+                        where,
+                        error,
+                        delay,
+                        extra={"event": "db.unavailable"},
+                    )
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+            self._ready = True
+
+    def _connect(self) -> None:
+        store = self.store
+        with store.dialect.translate_errors(), store.engine.connect() as connection:
+            version = check_server(connection, store.dialect)
+        logger.debug("connected to %s", version)
+        if self.config.auto_migrate:
+            with store.dialect.translate_errors():
+                migrate.upgrade(store.engine, store.dialect, self.config.table_prefix)

@@ -1,0 +1,102 @@
+"""The ``rota`` command: thin wrappers over the ``Rota`` façade."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from dataclasses import replace
+
+import click
+
+from rota.app import Rota
+from rota.config import default_url
+from rota.errors import RotaError
+from rota.store import migrate as migrations
+from rota.store.dialects import create_engine
+
+
+def load_app(target: str) -> Rota:
+    """Import ``MODULE:ATTR`` (from the current directory too) and return its ``Rota``."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"expected MODULE:ATTR, got {target!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        app = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise click.BadParameter(f"cannot load {target!r}: {exc}") from exc
+    if not isinstance(app, Rota):
+        raise click.BadParameter(f"{target!r} is a {type(app).__name__}, not a Rota")
+    return app
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@click.group()
+@click.version_option(package_name="rota")
+def main() -> None:
+    """Durable background jobs and cron on MySQL/MariaDB, PostgreSQL or SQLite."""
+
+
+@main.command()
+@click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
+@click.option("--table-prefix", default="rota_", show_default=True)
+@click.option("--sql", "as_sql", is_flag=True, help="Print the DDL instead of applying it.")
+def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
+    """Apply the schema migrations, or print their SQL for review."""
+    target = url or default_url()
+    try:
+        if as_sql:
+            click.echo(migrations.upgrade_sql(target, table_prefix))
+            return
+        engine, dialect = create_engine(target)
+        with dialect.translate_errors():
+            migrations.upgrade(engine, dialect, table_prefix)
+            revision = migrations.current_revision(engine, table_prefix)
+        click.echo(f"schema at revision {revision}")
+    except RotaError as error:
+        raise click.ClickException(f"{error.code}: {error}") from error
+
+
+@main.command()
+@click.argument("app")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None)
+@click.option("--log-level", default="info", show_default=True)
+def worker(app: str, concurrency: int | None, log_level: str) -> None:
+    """Run a worker for the Rota instance APP (MODULE:ATTR) until SIGINT or SIGTERM."""
+    configure_logging(log_level)
+    rota = load_app(app)
+    if concurrency is not None:
+        rota.config = replace(rota.config, concurrency=concurrency)
+    try:
+        rota.run()
+    except RotaError as error:
+        raise click.ClickException(f"{error.code}: {error}") from error
+    exit_despite_stuck_handlers()
+
+
+def exit_despite_stuck_handlers() -> None:
+    """A sync handler that ignored ``ctx.cancelled`` would keep the interpreter alive forever."""
+    stuck = [
+        t.name for t in threading.enumerate() if t.name.startswith("rota-task") and t.is_alive()
+    ]
+    if stuck:
+        logging.getLogger("rota").warning(
+            "exiting with %d handler thread(s) still running",
+            len(stuck),
+            extra={"event": "worker.abandoned_threads"},
+        )
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -1,0 +1,44 @@
+"""Settings of a ``Rota`` instance, validated once and frozen."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from rota.errors import ConfigError
+
+DEFAULT_URL = "sqlite:///rota.db"
+URL_VARIABLE = "ROTA_DATABASE_URL"
+
+
+@dataclass(frozen=True)
+class RotaConfig:
+    url: str
+    concurrency: int = 5
+    catchup_missed: bool = False
+    max_missed_runs: int = 1
+    misfire_grace: float = 60.0
+    table_prefix: str = "rota_"
+    auto_migrate: bool = True
+    poll_interval: float = 1.0
+    lease_seconds: float = 30.0
+    connect_timeout: float = 30.0
+    max_payload_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.max_missed_runs < 0:
+            raise ConfigError("max_missed_runs must be >= 0")
+        if self.poll_interval <= 0 or self.lease_seconds <= 0:
+            raise ConfigError("poll_interval and lease_seconds must be positive")
+        if self.lease_seconds < 3 * self.poll_interval:
+            raise ConfigError("lease_seconds must be at least three poll intervals")
+        if not self.table_prefix.replace("_", "").isalnum() or len(self.table_prefix) > 20:
+            raise ConfigError(
+                f"table_prefix must be up to 20 letters, digits or '_', got {self.table_prefix!r}"
+            )
+
+
+def default_url() -> str:
+    return os.environ.get(URL_VARIABLE) or DEFAULT_URL

@@ -1,0 +1,145 @@
+"""Frozen value types shared by every layer: job states, jobs, attempt errors, workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+
+class JobState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATES
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptError:
+    """What one failed attempt left behind; stored on the job, oldest first."""
+
+    attempt: int
+    at: datetime
+    code: str
+    type: str
+    message: str
+    traceback: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "at": self.at.isoformat(),
+            "code": self.code,
+            "type": self.type,
+            "message": self.message,
+            "traceback": self.traceback,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AttemptError:
+        return cls(
+            attempt=int(data["attempt"]),
+            at=datetime.fromisoformat(data["at"]),
+            code=str(data["code"]),
+            type=str(data["type"]),
+            message=str(data["message"]),
+            traceback=str(data.get("traceback", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job about to be written; ``payload`` is already-validated JSON."""
+
+    task: str
+    payload: str
+    run_at: datetime
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int | None = None
+    schedule_id: int | None = None
+    scheduled_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One persisted request to run a task, as the database holds it.
+
+    ``max_attempts`` is ``None`` when the job was queued by name from a process that does not
+    define the task: the claiming worker's definition then decides.
+    """
+
+    id: int
+    task: str
+    queue: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    state: JobState
+    attempt: int
+    max_attempts: int | None
+    priority: int
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    schedule: int | None = None
+    scheduled_at: datetime | None = None
+    errors: tuple[AttemptError, ...] = ()
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A live worker process as it registered itself in ``rota_workers``."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    tasks: tuple[str, ...]
+    concurrency: int
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """One line of ``Rota.jobs()``: a pending or running job (schedules join them later)."""
+
+    id: int | str
+    name: str
+    cron: str | None
+    status: str
+    last_run: datetime | None
+    next_run: datetime | None
+    runs: int
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class DrainResult:
+    """What ``Rota.drain()`` did: attempts that succeeded, failed for good, will retry, or were
+    cancelled."""
+
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    cancelled: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.succeeded + self.failed + self.retried + self.cancelled

@@ -1,0 +1,53 @@
+"""Job arguments as versioned JSON: validated when queued, never pickled, readable by SQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rota.errors import InvalidArguments
+
+PAYLOAD_VERSION = 1
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
+def encode(
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> str:
+    """Serialise arguments, raising ``InvalidArguments`` that names the offending one."""
+    for position, value in enumerate(args):
+        _check(value, f"positional argument {position}")
+    for name, value in kwargs.items():
+        if not isinstance(name, str):
+            raise InvalidArguments(f"keyword argument names must be strings, got {name!r}")
+        _check(value, f"keyword argument {name!r}")
+    text = json.dumps(
+        {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)},
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    size = len(text.encode())
+    if size > max_bytes:
+        raise InvalidArguments(f"arguments are {size} bytes as JSON, over the {max_bytes} limit")
+    return text
+
+
+def decode(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
+        raise InvalidArguments(f"unsupported job payload: {text[:80]!r}")
+    return tuple(data["args"]), dict(data["kwargs"])
+
+
+def _check(value: Any, where: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(
+            f"{where} is not JSON-serialisable ({type(value).__name__}): {exc}"
+        ) from exc

@@ -1,0 +1,71 @@
+"""Typed errors, each with a stable ``code`` that logs, the CLI and the dashboard can rely on.
+
+::
+
+    RotaError
+    ├── ConfigError                 CONFIG_ERROR          (also ValueError)
+    ├── InvalidArguments            INVALID_ARGUMENTS     (also ValueError)
+    ├── InvalidCron                 INVALID_CRON          (also ValueError)
+    ├── TaskNotRegistered           TASK_NOT_REGISTERED   (also LookupError)
+    ├── JobNotFound                 JOB_NOT_FOUND         (also LookupError)
+    ├── ExecutionFailed             EXECUTION_FAILED
+    ├── JobTimeout                  TIMEOUT
+    ├── JobCancelled                CANCELLED
+    └── StoreError                  STORE_ERROR
+        ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
+        └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)
+"""
+
+from __future__ import annotations
+
+
+class RotaError(Exception):
+    """Root of every error rota raises; ``code`` is stable across releases."""
+
+    code = "ROTA_ERROR"
+
+
+class ConfigError(RotaError, ValueError):
+    code = "CONFIG_ERROR"
+
+
+class InvalidArguments(RotaError, ValueError):
+    code = "INVALID_ARGUMENTS"
+
+
+class InvalidCron(RotaError, ValueError):
+    code = "INVALID_CRON"
+
+
+class TaskNotRegistered(RotaError, LookupError):
+    code = "TASK_NOT_REGISTERED"
+
+
+class JobNotFound(RotaError, LookupError):
+    code = "JOB_NOT_FOUND"
+
+
+class ExecutionFailed(RotaError):
+    code = "EXECUTION_FAILED"
+
+
+class JobTimeout(RotaError):
+    code = "TIMEOUT"
+
+
+class JobCancelled(RotaError):
+    code = "CANCELLED"
+
+
+class StoreError(RotaError):
+    code = "STORE_ERROR"
+
+
+class DatabaseUnavailable(StoreError):
+    code = "DATABASE_UNAVAILABLE"
+
+
+class TransientStoreError(StoreError):
+    """A failure worth retrying as it is: deadlock, lock-wait timeout, dropped connection."""
+
+    code = "TRANSIENT_STORE_ERROR"

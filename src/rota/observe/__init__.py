@@ -1,0 +1,1 @@
+"""What rota tells operators: structured execution log records."""

@@ -1,0 +1,1 @@
+"""The asyncio side: workers and their loops; talks to storage only through ``store.base``."""

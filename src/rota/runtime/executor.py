@@ -1,0 +1,166 @@
+"""Run one claimed job: call its handler with a timeout and interruption, decide its transition."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import random
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from rota.context import JobContext
+from rota.core.backoff import RetryPolicy
+from rota.core.clock import Clock
+from rota.core.model import AttemptError, Job, JobState
+from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
+from rota.errors import JobTimeout, RotaError, TaskNotRegistered
+from rota.observe.events import EventLog
+from rota.tasks import TaskDefinition, TaskRegistry
+
+MAX_MESSAGE = 2_000
+MAX_TRACEBACK = 16_000
+CANCEL = "cancel"
+SHUTDOWN = "shutdown"
+
+
+class HandlerExit(Exception):
+    """A handler raised SystemExit or KeyboardInterrupt; carried as an ordinary failure."""
+
+
+@dataclass
+class Finished:
+    transition: Transition
+    leftover: asyncio.Future[Any] | None
+    """A handler still running after its attempt ended (a thread that ignored ``cancelled``)."""
+
+
+class Executor:
+    def __init__(
+        self,
+        registry: TaskRegistry,
+        clock: Clock,
+        events: EventLog,
+        threads: ThreadPoolExecutor,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.events = events
+        self.threads = threads
+        self.rng = rng or random.Random()
+
+    def policy(self, task: str) -> RetryPolicy:
+        definition = self.registry.find(task)
+        return definition.policy if definition else RetryPolicy()
+
+    async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
+        """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
+        definition = self.registry.find(job.task)
+        if definition is None:
+            error = TaskNotRegistered(f"task {job.task!r} is not registered in this worker")
+            outcome = Outcome(OutcomeKind.FAILED, self._error(job, error), retryable=False)
+            return Finished(self._decide(job, outcome, 0.0), None)
+        ctx = JobContext(
+            job_id=job.id,
+            task=job.task,
+            queue=job.queue,
+            attempt=job.attempt,
+            scheduled_at=job.scheduled_at,
+            logger=logging.LoggerAdapter(
+                logging.getLogger(f"rota.task.{job.task}"),
+                {"job_id": job.id, "task": job.task, "attempt": job.attempt},
+            ),
+        )
+        self.events.job("job.started", job)
+        started = time.monotonic()
+        runner = self._start(definition, ctx, job)
+        done, _ = await asyncio.wait(
+            {runner, interrupt}, timeout=definition.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        duration = time.monotonic() - started
+        if runner in done:
+            outcome = self._result(job, runner)
+            return Finished(self._decide(job, outcome, duration), None)
+        ctx.cancelled.set()
+        runner.cancel()
+        if interrupt in done:
+            kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
+            outcome = Outcome(kind)
+        else:
+            timeout = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
+            outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timeout))
+        return Finished(self._decide(job, outcome, duration), runner)
+
+    def _start(self, definition: TaskDefinition, ctx: JobContext, job: Job) -> asyncio.Future[Any]:
+        if definition.is_async:
+            return asyncio.ensure_future(_guarded_async(definition, ctx, job))
+        loop = asyncio.get_running_loop()
+        call = functools.partial(_guarded_sync, definition, ctx, job)
+        return loop.run_in_executor(self.threads, call)
+
+    def _result(self, job: Job, runner: asyncio.Future[Any]) -> Outcome:
+        if runner.cancelled():
+            error = asyncio.CancelledError("the handler cancelled itself")
+            return Outcome(OutcomeKind.FAILED, self._error(job, error))
+        exc = runner.exception()
+        if exc is None:
+            return Outcome(OutcomeKind.SUCCEEDED)
+        return Outcome(OutcomeKind.FAILED, self._error(job, exc))
+
+    def _error(self, job: Job, exc: BaseException) -> AttemptError:
+        shown = exc.__cause__ if isinstance(exc, HandlerExit) and exc.__cause__ else exc
+        code = shown.code if isinstance(shown, RotaError) else "EXECUTION_FAILED"
+        formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
+        return AttemptError(
+            attempt=job.attempt,
+            at=self.clock.now(),
+            code=code,
+            type=f"{type(shown).__module__}.{type(shown).__qualname__}",
+            message=(str(shown) or repr(shown))[:MAX_MESSAGE],
+            traceback=formatted[-MAX_TRACEBACK:],
+        )
+
+    def _decide(self, job: Job, outcome: Outcome, duration: float) -> Transition:
+        transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
+        self._log(job, outcome, transition, round(duration * 1000, 3))
+        return transition
+
+    def _log(self, job: Job, outcome: Outcome, transition: Transition, duration_ms: float) -> None:
+        error = outcome.error
+        details: dict[str, Any] = {"duration_ms": duration_ms}
+        if error is not None:
+            details.update(error_code=error.code, error_type=error.type, error=error.message)
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            self.events.job("job.succeeded", job, **details)
+        elif outcome.kind is OutcomeKind.CANCELLED:
+            self.events.job("job.cancelled", job, **details)
+        elif outcome.kind is OutcomeKind.RELEASED:
+            self.events.job("job.released", job, **details)
+        else:
+            if outcome.kind is OutcomeKind.TIMED_OUT:
+                self.events.job("job.timed_out", job, logging.WARNING, **details)
+            if transition.target is JobState.PENDING:
+                self.events.job(
+                    "job.retrying", job, logging.WARNING, delay=transition.retry_in, **details
+                )
+            else:
+                self.events.job("job.failed", job, logging.ERROR, **details)
+
+
+async def _guarded_async(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
+    # asyncio re-raises SystemExit out of the event loop; turn it into an ordinary failure.
+    try:
+        return await definition.call(ctx, job.args, job.kwargs)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise HandlerExit(f"handler raised {type(exc).__name__}({exc})") from exc
+
+
+def _guarded_sync(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
+    try:
+        return definition.call(ctx, job.args, job.kwargs)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise HandlerExit(f"handler raised {type(exc).__name__}({exc})") from exc

@@ -1,0 +1,320 @@
+"""The worker: claim due jobs up to the free slots, run them, report in batches, keep leases.
+
+Four loops share one process: *claim* (adaptive polling, woken early by a freed slot or a local
+enqueue), *report* (writes finished attempts in one transaction per batch), *heartbeat* (renews
+leases, notices cancellations) and *rescue* (returns jobs of dead workers to ``pending``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from rota.core.model import Job, WorkerInfo
+from rota.core.transitions import Transition, lease_until, rescue
+from rota.errors import StoreError
+from rota.observe.events import EventLog
+from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
+from rota.store.base import Store
+
+T = TypeVar("T")
+logger = logging.getLogger("rota.worker")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    queues: tuple[str, ...]
+    concurrency: int = 5
+    poll_interval: float = 1.0
+    lease_seconds: float = 30.0
+    busy_poll: float = 0.05
+    rescue_batch: int = 100
+    max_backoff: float = 30.0
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.lease_seconds / 3
+
+
+@dataclass
+class Running:
+    job: Job
+    interrupt: asyncio.Future[str]
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Backoff:
+    """Doubling delay after consecutive database errors, reset by a success."""
+
+    limit: float
+    failures: int = 0
+    loop_name: str = field(default="")
+
+    def failed(self, error: StoreError) -> float:
+        self.failures += 1
+        delay = min(self.limit, 0.1 * 2.0**self.failures)
+        logger.warning(
+            "database error in %s loop (%s: %s); retrying in %.1f s",
+            self.loop_name,
+            error.code,
+            error,
+            delay,
+            extra={"event": "worker.db_error", "error_code": error.code},
+        )
+        return delay
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        executor: Executor,
+        settings: WorkerSettings,
+        events: EventLog,
+        db_call: Callable[..., Awaitable[Any]],
+    ) -> None:
+        self.store = store
+        self.executor = executor
+        self.settings = settings
+        self.events = events
+        self._db = db_call
+        self.clock = executor.clock
+        self.id = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._running: dict[int, Running] = {}
+        self._busy = 0
+        self._unreported: list[Transition] = []
+        self._wake = asyncio.Event()
+        self._report_wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._loops: list[asyncio.Task[None]] = []
+        self._claim_loop: asyncio.Task[None] | None = None
+
+    @property
+    def tasks(self) -> list[str]:
+        return self.executor.registry.names()
+
+    def notify(self) -> None:
+        """A job was queued in this process: look for work now instead of at the next poll."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        now = self.clock.now()
+        info = WorkerInfo(
+            id=self.id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.settings.queues,
+            tasks=tuple(self.tasks),
+            concurrency=self.settings.concurrency,
+            started_at=now,
+            heartbeat_at=now,
+        )
+        await self._db(self.store.register_worker, info)
+        self.events.emit(
+            "worker.started",
+            worker=self.id,
+            queues=",".join(info.queues),
+            concurrency=info.concurrency,
+        )
+        self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
+        self._loops = [
+            asyncio.create_task(self._reporting(), name="rota-report"),
+            asyncio.create_task(self._heartbeating(), name="rota-heartbeat"),
+            asyncio.create_task(self._rescuing(), name="rota-rescue"),
+        ]
+
+    async def stop(self, grace: float) -> None:
+        """Stop claiming, give running jobs ``grace`` seconds, release the rest unspent."""
+        self._stopping.set()
+        self._wake.set()
+        if self._claim_loop is not None:
+            await self._claim_loop
+        tasks = [run.task for run in self._running.values() if run.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        for run in list(self._running.values()):
+            if not run.interrupt.done():
+                run.interrupt.set_result(SHUTDOWN)
+        remaining = [run.task for run in self._running.values() if run.task is not None]
+        if remaining:
+            await asyncio.wait(remaining)
+        await self._flush_until_empty()
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        with contextlib.suppress(StoreError):
+            await self._db(self.store.unregister_worker, self.id)
+        self.events.emit("worker.stopped", worker=self.id)
+
+    async def _claiming(self) -> None:
+        backoff = _Backoff(self.settings.max_backoff, loop_name="claim")
+        while not self._stopping.is_set():
+            free = self.settings.concurrency - self._busy
+            wait: float | None = self.settings.poll_interval
+            if free > 0:
+                try:
+                    claimed = await self._claim(free)
+                    backoff.failures = 0
+                except StoreError as error:
+                    claimed, wait = [], backoff.failed(error)
+                for job in claimed:
+                    self._launch(job)
+                if claimed and len(claimed) == free:
+                    wait = self.settings.busy_poll
+            else:
+                wait = None
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+
+    async def _claim(self, limit: int) -> list[Job]:
+        now = self.clock.now()
+        until = lease_until(now, self.settings.lease_seconds)
+        claimed: list[Job] = await self._db(
+            self.store.claim, self.id, self.settings.queues, self.tasks, limit, now, until
+        )
+        return claimed
+
+    def _launch(self, job: Job) -> None:
+        run = Running(job, asyncio.get_running_loop().create_future())
+        self._running[job.id] = run
+        self._busy += 1
+        run.task = asyncio.create_task(self._execute(run), name=f"rota-job-{job.id}")
+
+    async def _execute(self, run: Running) -> None:
+        try:
+            finished = await self.executor.run(run.job, run.interrupt)
+        except Exception:
+            logger.exception("internal error running job %d; its lease will expire", run.job.id)
+            finished = None
+        try:
+            if finished is None:
+                return
+            self._unreported.append(finished.transition)
+            self._report_wake.set()
+            del self._running[run.job.id]
+            if finished.leftover is not None:
+                with contextlib.suppress(BaseException):
+                    await finished.leftover
+        finally:
+            self._running.pop(run.job.id, None)
+            self._busy -= 1
+            if self._busy <= self.settings.concurrency // 2:
+                self._wake.set()
+
+    async def _reporting(self) -> None:
+        backoff = _Backoff(self.settings.max_backoff, loop_name="report")
+        while True:
+            await self._report_wake.wait()
+            self._report_wake.clear()
+            try:
+                await self._flush()
+                backoff.failures = 0
+            except StoreError as error:
+                await asyncio.sleep(backoff.failed(error))
+                self._report_wake.set()
+
+    async def _flush(self) -> None:
+        batch, self._unreported = self._unreported, []
+        if not batch:
+            return
+        try:
+            applied = await self._db(self.store.complete, self.id, batch, self.clock.now())
+        except BaseException:
+            self._unreported[:0] = batch
+            raise
+        if applied < len(batch):
+            logger.warning(
+                "%d of %d finished jobs were no longer held by this worker (lease expired?)",
+                len(batch) - applied,
+                len(batch),
+                extra={"event": "worker.lost_jobs"},
+            )
+
+    async def _flush_until_empty(self) -> None:
+        backoff = _Backoff(self.settings.max_backoff, loop_name="final report")
+        for _ in range(8):
+            try:
+                await self._flush()
+                return
+            except StoreError as error:
+                await asyncio.sleep(min(backoff.failed(error), 2.0))
+
+    async def _heartbeating(self) -> None:
+        backoff = _Backoff(self.settings.max_backoff, loop_name="heartbeat")
+        while True:
+            delay = self.settings.heartbeat_interval
+            try:
+                await self._heartbeat()
+                backoff.failures = 0
+            except StoreError as error:
+                delay = min(delay, backoff.failed(error))
+            await asyncio.sleep(delay)
+
+    async def _heartbeat(self) -> None:
+        held = sorted({*self._running, *(t.job_id for t in self._unreported)})
+        now = self.clock.now()
+        until = lease_until(now, self.settings.lease_seconds)
+        cancel, lost = await self._db(self.store.heartbeat, self.id, held, now, until)
+        for job_id in cancel:
+            self._interrupt(job_id, CANCEL)
+        for job_id in lost:
+            self._interrupt(job_id, SHUTDOWN)
+            if job_id in self._running:
+                self.events.job("job.lost", self._running[job_id].job, logging.WARNING)
+
+    def _interrupt(self, job_id: int, reason: str) -> None:
+        run = self._running.get(job_id)
+        if run is not None and not run.interrupt.done():
+            run.interrupt.set_result(reason)
+
+    async def _rescuing(self) -> None:
+        backoff = _Backoff(self.settings.max_backoff, loop_name="rescue")
+        while True:
+            delay = self.settings.poll_interval
+            try:
+                await rescue_expired(
+                    self.store, self.executor, self.events, self._db, self.settings.rescue_batch
+                )
+                backoff.failures = 0
+            except StoreError as error:
+                delay = backoff.failed(error)
+            await asyncio.sleep(delay)
+
+
+async def rescue_expired(
+    store: Store,
+    executor: Executor,
+    events: EventLog,
+    db_call: Callable[..., Awaitable[Any]],
+    batch: int,
+) -> int:
+    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts)."""
+    now = executor.clock.now()
+    expired: Sequence[Job] = await db_call(store.expired_leases, now, batch)
+    if not expired:
+        return 0
+    transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
+    applied: int = await db_call(store.rescue, transitions, now)
+    for job, transition in zip(expired, transitions, strict=True):
+        overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
+        events.job(
+            "job.recovered",
+            job,
+            logging.WARNING,
+            lease_owner=job.lease_owner,
+            to=transition.target.value,
+            lease_expired_for=round(overdue, 3),
+        )
+    return applied

@@ -1,0 +1,94 @@
+"""The storage seam: one method per operation, each taking ``now`` instead of reading a clock.
+
+Methods are synchronous and thread-safe; the runtime calls them from its database threads so
+the event loop never waits on a socket.  Every method translates driver errors into
+``StoreError`` (``TransientStoreError`` when a plain retry can succeed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from rota.core.model import Job, JobState, NewJob, WorkerInfo
+from rota.core.transitions import Transition
+
+
+class Store(Protocol):
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Insert jobs as ``pending``, all or none; return their ids in the order given."""
+        ...
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Job]:
+        """Move up to ``limit`` due pending jobs of ``tasks`` in ``queues`` to ``running``.
+
+        Due means ``run_at <= now``; order is priority, then ``run_at``, then id.  Each claimed
+        job's attempt is incremented and its lease given to ``worker_id`` until
+        ``lease_until``.  Concurrent callers never receive the same job.
+        """
+        ...
+
+    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
+        """Apply the transitions of jobs ``worker_id`` holds, in one transaction.
+
+        Each one applies only if its job is still ``running`` under that worker's lease; the
+        count of those that applied is returned.
+        """
+        ...
+
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+    ) -> tuple[set[int], set[int]]:
+        """Renew the worker's row and the leases of its running jobs.
+
+        Returns ``(cancel_requested, lost)``: jobs someone asked to cancel, and jobs no longer
+        held by this worker (rescued after an expired lease, say).
+        """
+        ...
+
+    def expired_leases(self, now: datetime, limit: int) -> list[Job]:
+        """Running jobs whose lease ended before ``now``, oldest lease first."""
+        ...
+
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
+        """Apply rescue transitions to jobs whose lease is still expired; return how many."""
+        ...
+
+    def job(self, job_id: int) -> Job | None: ...
+
+    def jobs(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Newest first."""
+        ...
+
+    def cancel(self, job_id: int, now: datetime) -> bool | None:
+        """Cancel a pending job, or ask the worker of a running one to cancel it.
+
+        ``True`` when done or asked, ``False`` when the job had already finished, ``None``
+        when there is no such job.
+        """
+        ...
+
+    def retry(self, transition: Transition) -> bool:
+        """Apply a manual retry if the job is still in the transition's source state."""
+        ...
+
+    def register_worker(self, worker: WorkerInfo) -> None: ...
+
+    def unregister_worker(self, worker_id: str) -> None: ...
+
+    def workers(self, alive_since: datetime) -> list[WorkerInfo]: ...

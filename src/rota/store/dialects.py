@@ -1,0 +1,170 @@
+"""Every PostgreSQL / MySQL / MariaDB / SQLite difference, and driver-error translation.
+
+MySQL 8 versus MariaDB, as far as rota is concerned:
+
+* ``SELECT ... FOR UPDATE SKIP LOCKED``: MySQL 8.0.1+, MariaDB 10.6+; older servers are refused.
+* ``RETURNING``: MariaDB has ``INSERT/DELETE ... RETURNING`` but MySQL has none, and neither has
+  ``UPDATE ... RETURNING``; rota never uses it on either and reads ids from ``lastrowid``.
+* A multi-row ``INSERT`` gets consecutive auto-increment ids on both with any
+  ``innodb_autoinc_lock_mode``, because the row count is known up front ("simple insert").
+* Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
+* Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
+  (idle timeout) on MySQL 8.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, event
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from rota.errors import ConfigError, StoreError, TransientStoreError
+
+DRIVER_DEFAULTS = {
+    "mysql": "mysql+pymysql",
+    "mariadb": "mariadb+pymysql",
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+}
+
+MYSQL_TRANSIENT = frozenset({1040, 1205, 1213, 1927, 2003, 2006, 2013, 2055, 4031})
+MYSQL_UNIQUE = 1062
+PG_TRANSIENT_PREFIXES = ("08", "40001", "40P01", "55P03", "57P")
+PG_UNIQUE = "23505"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What rota needs to know about one database backend, chosen once per engine."""
+
+    name: str
+    returning: bool
+    skip_locked: bool
+
+    def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
+        return query.with_for_update(skip_locked=True) if self.skip_locked else query
+
+    def is_transient(self, error: sa_exc.DBAPIError) -> bool:
+        if error.connection_invalidated:
+            return True
+        if isinstance(error, sa_exc.InterfaceError):
+            return True
+        code = _driver_code(error)
+        if self.name == "sqlite":
+            message = str(error.orig).lower()
+            return "locked" in message or "busy" in message
+        if self.name == "postgresql":
+            return isinstance(code, str) and code.startswith(PG_TRANSIENT_PREFIXES)
+        return code in MYSQL_TRANSIENT
+
+    def is_unique_violation(self, error: sa_exc.DBAPIError) -> bool:
+        if not isinstance(error, sa_exc.IntegrityError):
+            return False
+        code = _driver_code(error)
+        if self.name == "sqlite":
+            return "unique" in str(error.orig).lower()
+        return code in (PG_UNIQUE, MYSQL_UNIQUE)
+
+    @contextlib.contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Map driver exceptions to ``StoreError`` subclasses, chaining the original."""
+        try:
+            yield
+        except sa_exc.DBAPIError as error:
+            message = f"{type(error.orig).__name__}: {error.orig}"
+            if self.is_transient(error):
+                raise TransientStoreError(message) from error
+            raise StoreError(message) from error
+
+
+def normalise_url(url: str | URL) -> URL:
+    """Pick the driver rota ships an extra for when the URL names none."""
+    parsed = make_url(url)
+    if parsed.drivername in DRIVER_DEFAULTS:
+        parsed = parsed.set(drivername=DRIVER_DEFAULTS[parsed.drivername])
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise ConfigError(
+            "rota needs a SQLite file shared by its threads, not an in-memory database: "
+            "use sqlite:///path/to/rota.db"
+        )
+    return parsed
+
+
+def create_engine(url: str | URL) -> tuple[Engine, Dialect]:
+    parsed = normalise_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        engine = sa_create_engine(parsed, connect_args={"timeout": 30})
+        _configure_sqlite(engine)
+        return engine, Dialect("sqlite", returning=True, skip_locked=False)
+    if backend == "postgresql":
+        engine = sa_create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+        return engine, Dialect("postgresql", returning=True, skip_locked=True)
+    if backend in ("mysql", "mariadb"):
+        engine = sa_create_engine(
+            parsed,
+            pool_pre_ping=True,
+            pool_recycle=3600,
+            isolation_level="READ COMMITTED",
+            connect_args={"connect_timeout": 5, "charset": "utf8mb4"},
+        )
+        return engine, Dialect("mysql", returning=False, skip_locked=True)
+    raise ConfigError(f"unsupported database {backend!r}: use sqlite, postgresql or mysql")
+
+
+def check_server(connection: Connection, dialect: Dialect) -> str:
+    """Refuse servers without the locking rota relies on; return a printable version."""
+    version = connection.dialect.server_version_info or ()
+    text = ".".join(str(part) for part in version)
+    if dialect.name == "mysql":
+        mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
+        minimum = (10, 6) if mariadb else (8, 0, 1)
+        if tuple(version[: len(minimum)]) < minimum:
+            product = "MariaDB" if mariadb else "MySQL"
+            raise ConfigError(
+                f"{product} {text} has no SKIP LOCKED; rota needs "
+                f"{'.'.join(map(str, minimum))} or later"
+            )
+        return f"{'MariaDB' if mariadb else 'MySQL'} {text}"
+    if dialect.name == "postgresql":
+        return f"PostgreSQL {text}"
+    return f"SQLite {text}"
+
+
+def describe_url(url: str | URL) -> str:
+    """The URL without its password, for logs and errors."""
+    parsed = make_url(url)
+    host = f"{parsed.host}:{parsed.port}" if parsed.port else (parsed.host or "")
+    return f"{parsed.get_backend_name()} database {parsed.database!r} on {host or 'local file'}"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # One writer at a time: take the write lock up front so claims never upgrade and deadlock.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _driver_code(error: sa_exc.DBAPIError) -> object:
+    original = error.orig
+    sqlstate = getattr(original, "sqlstate", None)
+    if sqlstate:
+        return sqlstate
+    args = getattr(original, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None

@@ -1,0 +1,22 @@
+"""Alembic environment: rota passes the connection (or, offline, the URL) and the table prefix."""
+
+from __future__ import annotations
+
+from alembic import context
+
+config = context.config
+prefix = config.attributes.get("table_prefix", "rota_")
+version_table = f"{prefix}alembic_version"
+
+if context.is_offline_mode():
+    context.configure(
+        url=config.attributes["url"],
+        literal_binds=True,
+        version_table=version_table,
+        dialect_opts={"paramstyle": "named"},
+    )
+else:
+    context.configure(connection=config.attributes["connection"], version_table=version_table)
+
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,71 @@
+"""Jobs and workers.
+
+Revision ID: 0001
+Revises:
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import context, op
+
+from rota.store.schema import MYSQL_TABLE_OPTIONS
+from rota.store.types import BigId, LongText, UtcDateTime
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    prefix = context.config.attributes.get("table_prefix", "rota_")
+    op.create_table(
+        f"{prefix}jobs",
+        sa.Column("id", BigId, primary_key=True, autoincrement=True),
+        sa.Column("task", sa.String(255), nullable=False),
+        sa.Column("queue", sa.String(64), nullable=False),
+        sa.Column("priority", sa.Integer, nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("payload", LongText, nullable=False),
+        sa.Column("attempt", sa.Integer, nullable=False),
+        sa.Column("max_attempts", sa.Integer, nullable=True),
+        sa.Column("run_at", UtcDateTime, nullable=False),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+        sa.Column("started_at", UtcDateTime, nullable=True),
+        sa.Column("finished_at", UtcDateTime, nullable=True),
+        sa.Column("lease_owner", sa.String(64), nullable=True),
+        sa.Column("lease_until", UtcDateTime, nullable=True),
+        sa.Column("cancel_requested", sa.Boolean, nullable=False, server_default=sa.false()),
+        sa.Column("errors", LongText, nullable=True),
+        sa.Column("schedule_id", BigId, nullable=True),
+        sa.Column("scheduled_at", UtcDateTime, nullable=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    op.create_index(
+        f"ix_{prefix}jobs_claim", f"{prefix}jobs", ["state", "queue", "priority", "run_at"]
+    )
+    op.create_index(f"ix_{prefix}jobs_lease", f"{prefix}jobs", ["state", "lease_until"])
+    op.create_index(f"ix_{prefix}jobs_finished", f"{prefix}jobs", ["state", "finished_at"])
+    op.create_index(
+        f"uq_{prefix}jobs_tick", f"{prefix}jobs", ["schedule_id", "scheduled_at"], unique=True
+    )
+    op.create_table(
+        f"{prefix}workers",
+        sa.Column("id", sa.String(64), primary_key=True),
+        sa.Column("host", sa.String(255), nullable=False),
+        sa.Column("pid", sa.Integer, nullable=False),
+        sa.Column("queues", LongText, nullable=False),
+        sa.Column("tasks", LongText, nullable=False),
+        sa.Column("concurrency", sa.Integer, nullable=False),
+        sa.Column("started_at", UtcDateTime, nullable=False),
+        sa.Column("heartbeat_at", UtcDateTime, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    op.create_index(f"ix_{prefix}workers_heartbeat", f"{prefix}workers", ["heartbeat_at"])
+
+
+def downgrade() -> None:
+    prefix = context.config.attributes.get("table_prefix", "rota_")
+    op.drop_table(f"{prefix}workers")
+    op.drop_table(f"{prefix}jobs")

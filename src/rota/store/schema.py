@@ -1,0 +1,82 @@
+"""The tables and indexes rota keeps, as SQLAlchemy Core metadata named with a table prefix.
+
+The Alembic migrations build the same schema step by step; a test compares the two on every
+dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    false,
+)
+
+from rota.store.types import BigId, LongText, UtcDateTime
+
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
+
+
+@dataclass(frozen=True)
+class Schema:
+    metadata: MetaData
+    jobs: Table
+    workers: Table
+
+
+def build_schema(prefix: str = "rota_") -> Schema:
+    metadata = MetaData()
+    jobs = Table(
+        f"{prefix}jobs",
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("task", String(255), nullable=False),
+        Column("queue", String(64), nullable=False),
+        Column("priority", Integer, nullable=False),
+        Column("state", String(16), nullable=False),
+        Column("payload", LongText, nullable=False),
+        Column("attempt", Integer, nullable=False),
+        Column("max_attempts", Integer, nullable=True),
+        Column("run_at", UtcDateTime, nullable=False),
+        Column("created_at", UtcDateTime, nullable=False),
+        Column("started_at", UtcDateTime, nullable=True),
+        Column("finished_at", UtcDateTime, nullable=True),
+        Column("lease_owner", String(64), nullable=True),
+        Column("lease_until", UtcDateTime, nullable=True),
+        Column("cancel_requested", Boolean, nullable=False, server_default=false()),
+        Column("errors", LongText, nullable=True),
+        Column("schedule_id", BigId, nullable=True),
+        Column("scheduled_at", UtcDateTime, nullable=True),
+        Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
+        Index(f"ix_{prefix}jobs_lease", "state", "lease_until"),
+        Index(f"ix_{prefix}jobs_finished", "state", "finished_at"),
+        Index(f"uq_{prefix}jobs_tick", "schedule_id", "scheduled_at", unique=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    workers = Table(
+        f"{prefix}workers",
+        metadata,
+        Column("id", String(64), primary_key=True),
+        Column("host", String(255), nullable=False),
+        Column("pid", Integer, nullable=False),
+        Column("queues", LongText, nullable=False),
+        Column("tasks", LongText, nullable=False),
+        Column("concurrency", Integer, nullable=False),
+        Column("started_at", UtcDateTime, nullable=False),
+        Column("heartbeat_at", UtcDateTime, nullable=False),
+        Index(f"ix_{prefix}workers_heartbeat", "heartbeat_at"),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    return Schema(metadata=metadata, jobs=jobs, workers=workers)

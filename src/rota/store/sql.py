@@ -1,0 +1,350 @@
+"""SqlStore: the ``Store`` protocol on a SQLAlchemy engine, for every supported dialect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Row, Select, and_, delete, insert, select, true, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import ColumnElement
+
+from rota.core import payload
+from rota.core.model import AttemptError, Job, JobState, NewJob, WorkerInfo
+from rota.core.transitions import Transition
+from rota.store.dialects import Dialect
+from rota.store.schema import Schema, build_schema
+
+T = TypeVar("T")
+INSERT_CHUNK = 1000
+RUNNING = JobState.RUNNING.value
+
+
+class SqlStore:
+    def __init__(self, engine: Engine, dialect: Dialect, table_prefix: str = "rota_") -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self.schema: Schema = build_schema(table_prefix)
+
+    def _transaction(self, work: Callable[[Connection], T]) -> T:
+        with self.dialect.translate_errors(), self.engine.begin() as connection:
+            return work(connection)
+
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
+    ) -> list[int]:
+        rows = [self._job_values(job, now) for job in jobs]
+        if connection is not None:
+            with self.dialect.translate_errors():
+                return self._insert(connection, rows)
+        return self._transaction(lambda conn: self._insert(conn, rows))
+
+    def _insert(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        table = self.schema.jobs
+        ids: list[int] = []
+        for start in range(0, len(rows), INSERT_CHUNK):
+            chunk = rows[start : start + INSERT_CHUNK]
+            if self.dialect.returning:
+                result = connection.execute(insert(table).values(chunk).returning(table.c.id))
+                ids.extend(sorted(result.scalars()))
+            else:
+                first = connection.execute(insert(table).values(chunk)).lastrowid
+                ids.extend(range(first, first + len(chunk)))
+        return ids
+
+    @staticmethod
+    def _job_values(job: NewJob, now: datetime) -> dict[str, Any]:
+        return {
+            "task": job.task,
+            "queue": job.queue,
+            "priority": job.priority,
+            "state": JobState.PENDING.value,
+            "payload": job.payload,
+            "attempt": 0,
+            "max_attempts": job.max_attempts,
+            "run_at": job.run_at,
+            "created_at": now,
+            "cancel_requested": False,
+            "schedule_id": job.schedule_id,
+            "scheduled_at": job.scheduled_at,
+        }
+
+    def claim_query(
+        self, queues: Sequence[str], tasks: Sequence[str], limit: int, now: datetime
+    ) -> Select[Any]:
+        """The candidate query of ``claim``, exposed so tests can EXPLAIN it."""
+        jobs = self.schema.jobs
+        queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
+        query = (
+            select(jobs)
+            .where(
+                jobs.c.state == JobState.PENDING.value,
+                queue_match,
+                jobs.c.run_at <= now,
+                jobs.c.task.in_(tasks),
+            )
+            .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
+            .limit(limit)
+        )
+        return self.dialect.lock_for_claim(query)
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Job]:
+        if limit <= 0 or not queues or not tasks:
+            return []
+        jobs = self.schema.jobs
+        candidates = self.claim_query(queues, tasks, limit, now)
+        changes = {
+            "state": RUNNING,
+            "attempt": jobs.c.attempt + 1,
+            "started_at": now,
+            "lease_owner": worker_id,
+            "lease_until": lease_until,
+        }
+
+        def work(connection: Connection) -> list[Job]:
+            if self.dialect.returning:
+                ids = candidates.with_only_columns(jobs.c.id)
+                statement = (
+                    update(jobs).where(jobs.c.id.in_(ids)).values(changes).returning(*jobs.c)
+                )
+                claimed = [_to_job(row) for row in connection.execute(statement)]
+                return sorted(claimed, key=lambda job: (job.priority, job.run_at, job.id))
+            rows = connection.execute(candidates).all()
+            if not rows:
+                return []
+            connection.execute(
+                update(jobs).where(jobs.c.id.in_([row.id for row in rows])).values(changes)
+            )
+            return [
+                _to_job(
+                    row,
+                    state=RUNNING,
+                    attempt=row.attempt + 1,
+                    started_at=now,
+                    lease_owner=worker_id,
+                    lease_until=lease_until,
+                )
+                for row in rows
+            ]
+
+        return self._transaction(work)
+
+    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
+        jobs = self.schema.jobs
+        held = and_(jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id)
+        return self._transaction(lambda conn: self._apply(conn, transitions, held, now))
+
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
+        jobs = self.schema.jobs
+        expired = and_(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+        return self._transaction(lambda conn: self._apply(conn, transitions, expired, now))
+
+    def _apply(
+        self,
+        connection: Connection,
+        transitions: Sequence[Transition],
+        guard: ColumnElement[bool],
+        now: datetime,
+    ) -> int:
+        """Successes share one UPDATE; every other transition writes its own row."""
+        jobs = self.schema.jobs
+        released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
+        applied = 0
+        succeeded = [t.job_id for t in transitions if t.target is JobState.SUCCEEDED]
+        if succeeded:
+            applied += connection.execute(
+                update(jobs)
+                .where(jobs.c.id.in_(succeeded), guard)
+                .values(state=JobState.SUCCEEDED.value, finished_at=now, **released)
+            ).rowcount
+        for t in transitions:
+            if t.target is JobState.SUCCEEDED:
+                continue
+            values: dict[str, Any] = {"state": t.target.value, "attempt": t.attempt, **released}
+            if t.finishes:
+                values["finished_at"] = t.at
+            if t.run_at is not None:
+                values["run_at"] = t.run_at
+            if t.errors is not None:
+                values["errors"] = _errors_json(t.errors)
+            applied += connection.execute(
+                update(jobs).where(jobs.c.id == t.job_id, guard).values(values)
+            ).rowcount
+        return applied
+
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+    ) -> tuple[set[int], set[int]]:
+        jobs, workers = self.schema.jobs, self.schema.workers
+
+        def work(connection: Connection) -> tuple[set[int], set[int]]:
+            connection.execute(
+                update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
+            )
+            if not job_ids:
+                return set(), set()
+            held = and_(
+                jobs.c.id.in_(job_ids), jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id
+            )
+            connection.execute(update(jobs).where(held).values(lease_until=lease_until))
+            rows = connection.execute(select(jobs.c.id, jobs.c.cancel_requested).where(held))
+            still_held: set[int] = set()
+            cancel: set[int] = set()
+            for job_id, cancel_requested in rows:
+                still_held.add(job_id)
+                if cancel_requested:
+                    cancel.add(job_id)
+            return cancel, set(job_ids) - still_held
+
+        return self._transaction(work)
+
+    def expired_leases(self, now: datetime, limit: int) -> list[Job]:
+        jobs = self.schema.jobs
+        query = (
+            select(jobs)
+            .where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+            .order_by(jobs.c.lease_until)
+            .limit(limit)
+        )
+        return self._transaction(lambda conn: [_to_job(row) for row in conn.execute(query)])
+
+    def job(self, job_id: int) -> Job | None:
+        jobs = self.schema.jobs
+        query = select(jobs).where(jobs.c.id == job_id)
+        row = self._transaction(lambda conn: conn.execute(query).first())
+        return _to_job(row) if row is not None else None
+
+    def jobs(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        table = self.schema.jobs
+        query = select(table).order_by(table.c.id.desc()).limit(limit)
+        if states:
+            query = query.where(table.c.state.in_([state.value for state in states]))
+        if task is not None:
+            query = query.where(table.c.task == task)
+        if queue is not None:
+            query = query.where(table.c.queue == queue)
+        return self._transaction(lambda conn: [_to_job(row) for row in conn.execute(query)])
+
+    def cancel(self, job_id: int, now: datetime) -> bool | None:
+        jobs = self.schema.jobs
+
+        def work(connection: Connection) -> bool | None:
+            pending = and_(jobs.c.id == job_id, jobs.c.state == JobState.PENDING.value)
+            if connection.execute(
+                update(jobs).where(pending).values(state=JobState.CANCELLED.value, finished_at=now)
+            ).rowcount:
+                return True
+            running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
+            if connection.execute(
+                update(jobs).where(running).values(cancel_requested=true())
+            ).rowcount:
+                return True
+            found = connection.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first()
+            return False if found is not None else None
+
+        return self._transaction(work)
+
+    def retry(self, transition: Transition) -> bool:
+        jobs = self.schema.jobs
+        statement = (
+            update(jobs)
+            .where(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
+            .values(
+                state=transition.target.value,
+                attempt=transition.attempt,
+                run_at=transition.run_at,
+                finished_at=None,
+                cancel_requested=False,
+            )
+        )
+        return bool(self._transaction(lambda conn: conn.execute(statement).rowcount))
+
+    def register_worker(self, worker: WorkerInfo) -> None:
+        workers = self.schema.workers
+        values = {
+            "id": worker.id,
+            "host": worker.host,
+            "pid": worker.pid,
+            "queues": json.dumps(list(worker.queues)),
+            "tasks": json.dumps(list(worker.tasks)),
+            "concurrency": worker.concurrency,
+            "started_at": worker.started_at,
+            "heartbeat_at": worker.heartbeat_at,
+        }
+
+        def work(connection: Connection) -> None:
+            connection.execute(delete(workers).where(workers.c.id == worker.id))
+            connection.execute(insert(workers).values(values))
+
+        self._transaction(work)
+
+    def unregister_worker(self, worker_id: str) -> None:
+        workers = self.schema.workers
+        statement = delete(workers).where(workers.c.id == worker_id)
+        self._transaction(lambda conn: conn.execute(statement))
+
+    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
+        workers = self.schema.workers
+        query = select(workers).where(workers.c.heartbeat_at >= alive_since).order_by(workers.c.id)
+        rows = self._transaction(lambda conn: conn.execute(query).all())
+        return [
+            WorkerInfo(
+                id=row.id,
+                host=row.host,
+                pid=row.pid,
+                queues=tuple(json.loads(row.queues)),
+                tasks=tuple(json.loads(row.tasks)),
+                concurrency=row.concurrency,
+                started_at=row.started_at,
+                heartbeat_at=row.heartbeat_at,
+            )
+            for row in rows
+        ]
+
+
+def _errors_json(errors: Sequence[AttemptError]) -> str:
+    return json.dumps([error.to_json() for error in errors], ensure_ascii=False)
+
+
+def _to_job(row: Row[Any], **override: Any) -> Job:
+    data = dict(row._mapping)
+    data.update(override)
+    args, kwargs = payload.decode(data["payload"])
+    errors = tuple(AttemptError.from_json(item) for item in json.loads(data["errors"] or "[]"))
+    return Job(
+        id=data["id"],
+        task=data["task"],
+        queue=data["queue"],
+        args=args,
+        kwargs=kwargs,
+        state=JobState(data["state"]),
+        attempt=data["attempt"],
+        max_attempts=data["max_attempts"],
+        priority=data["priority"],
+        run_at=data["run_at"],
+        created_at=data["created_at"],
+        started_at=data["started_at"],
+        finished_at=data["finished_at"],
+        schedule=data["schedule_id"],
+        scheduled_at=data["scheduled_at"],
+        errors=errors,
+        lease_owner=data["lease_owner"],
+        lease_until=data["lease_until"],
+        cancel_requested=bool(data["cancel_requested"]),
+    )

@@ -1,0 +1,43 @@
+"""Portable column types: UTC timestamps with microseconds, BIGINT ids, long text."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import BigInteger, DateTime, Integer, Text
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect as SqlDialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC in Python, naive UTC in the database (``DATETIME(6)`` on MySQL).
+
+    Naive storage keeps every dialect comparable with plain operators and free of the
+    session time zone; MySQL ``TIMESTAMP`` would also stop at 2038.
+    """
+
+    impl = DateTime
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: SqlDialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        return dialect.type_descriptor(DateTime())
+
+    def process_bind_param(self, value: datetime | None, dialect: SqlDialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r} given to the store; pass aware UTC")
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: SqlDialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc)
+
+
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")

@@ -1,0 +1,107 @@
+"""Task definitions: the only code a worker runs, registered in code under a unique name."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rota.core.backoff import RetryPolicy
+from rota.errors import ConfigError, TaskNotRegistered
+
+Handler = Callable[..., Any]
+DEFAULT_QUEUE = "default"
+
+
+@dataclass(frozen=True)
+class TaskDefinition:
+    """A task as code defines it.
+
+    >>> TaskDefinition(name="cleanup", handler=lambda: None, retries=0)
+    TaskDefinition(name='cleanup', ...)
+    """
+
+    name: str
+    handler: Handler
+    cron: str | None = None
+    tz: str = "UTC"
+    retries: int = 3
+    retry_delay: float = 10.0
+    retry_cap: float = 3600.0
+    timeout: float | None = None
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    takes_context: bool = field(init=False, repr=False)
+    is_async: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or len(self.name) > 255:
+            raise ConfigError(f"task name must be 1 to 255 characters, got {self.name!r}")
+        if not callable(self.handler):
+            raise ConfigError(f"task {self.name!r}: handler {self.handler!r} is not callable")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"task {self.name!r}: timeout must be positive")
+        if not self.queue or len(self.queue) > 64:
+            raise ConfigError(f"task {self.name!r}: queue must be 1 to 64 characters")
+        try:
+            self.policy  # noqa: B018 - validates retries and delays
+        except ValueError as exc:
+            raise ConfigError(f"task {self.name!r}: {exc}") from exc
+        parameters = inspect.signature(self.handler).parameters
+        object.__setattr__(self, "takes_context", bool(parameters))
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(retries=self.retries, delay=self.retry_delay, cap=self.retry_cap)
+
+    def __repr__(self) -> str:
+        return f"TaskDefinition(name={self.name!r}, ...)"
+
+    def call(self, ctx: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not self.takes_context:
+            return self.handler()
+        return self.handler(ctx, *args, **kwargs)
+
+
+class TaskRegistry:
+    """Task definitions by name; a name is defined once, the handler decides which."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskDefinition] = {}
+
+    def add(self, definition: TaskDefinition) -> None:
+        existing = self._tasks.get(definition.name)
+        if existing is not None and existing.handler is not definition.handler:
+            raise ConfigError(f"task {definition.name!r} is already defined by another handler")
+        self._tasks[definition.name] = definition
+
+    def get(self, name: str) -> TaskDefinition:
+        try:
+            return self._tasks[name]
+        except KeyError:
+            raise TaskNotRegistered(f"task {name!r} is not registered in this process") from None
+
+    def find(self, name: str) -> TaskDefinition | None:
+        return self._tasks.get(name)
+
+    def by_handler(self, handler: Handler) -> TaskDefinition:
+        for definition in self._tasks.values():
+            if definition.handler is handler:
+                return definition
+        raise TaskNotRegistered(
+            f"{handler!r} is not a registered task; decorate it with @rota.task"
+        )
+
+    def names(self) -> list[str]:
+        return sorted(self._tasks)
+
+    def queues(self) -> list[str]:
+        return sorted({DEFAULT_QUEUE, *(task.queue for task in self._tasks.values())})
+
+    def __iter__(self) -> Iterator[TaskDefinition]:
+        return iter(self._tasks.values())
+
+    def __len__(self) -> int:
+        return len(self._tasks)
