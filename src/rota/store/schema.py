@@ -60,8 +60,8 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("schedule_id", BigId, nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
-        Index(f"ix_{prefix}jobs_lease", "state", "lease_until"),
-        Index(f"ix_{prefix}jobs_finished", "state", "finished_at"),
+        Index(f"ix_{prefix}jobs_lease", "lease_until"),
+        Index(f"ix_{prefix}jobs_finished", "finished_at"),
         Index(f"uq_{prefix}jobs_tick", "schedule_id", "scheduled_at", unique=True),
         **MYSQL_TABLE_OPTIONS,
     )

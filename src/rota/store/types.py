@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import BigInteger, DateTime, Integer, Text
 from sqlalchemy.dialects import mysql
@@ -32,6 +32,11 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             raise ValueError(f"naive datetime {value!r} given to the store; pass aware UTC")
         return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_literal_param(self, value: datetime | None, dialect: SqlDialect) -> str:
+        """Rendered into SQL text only for EXPLAIN; the impl's literal processor quotes it."""
+        naive = self.process_bind_param(value, dialect)
+        return cast(str, naive)
 
     def process_result_value(self, value: datetime | None, dialect: SqlDialect) -> datetime | None:
         if value is None:

@@ -45,8 +45,8 @@ def upgrade() -> None:
     op.create_index(
         f"ix_{prefix}jobs_claim", f"{prefix}jobs", ["state", "queue", "priority", "run_at"]
     )
-    op.create_index(f"ix_{prefix}jobs_lease", f"{prefix}jobs", ["state", "lease_until"])
-    op.create_index(f"ix_{prefix}jobs_finished", f"{prefix}jobs", ["state", "finished_at"])
+    op.create_index(f"ix_{prefix}jobs_lease", f"{prefix}jobs", ["lease_until"])
+    op.create_index(f"ix_{prefix}jobs_finished", f"{prefix}jobs", ["finished_at"])
     op.create_index(
         f"uq_{prefix}jobs_tick", f"{prefix}jobs", ["schedule_id", "scheduled_at"], unique=True
     )

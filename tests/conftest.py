@@ -1,0 +1,129 @@
+"""Fixtures: every test that takes ``db`` runs on SQLite, MariaDB and PostgreSQL.
+
+MariaDB and PostgreSQL come from ``ROTA_TEST_MYSQL_URL`` / ``ROTA_TEST_POSTGRES_URL`` (default:
+the local servers).  Each test gets its own table prefix, so tests never see each other's rows.
+Outside CI an unreachable server skips its tests; with ``CI=true`` it fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import cache
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import Engine
+
+from rota import Rota
+from rota.store.dialects import normalise_url
+from rota.testing import FakeClock
+
+SERVERS = {
+    "mariadb": ("ROTA_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
+    "postgres": ("ROTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+}
+START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Database:
+    backend: str
+    url: str
+    prefix: str
+
+    def engine(self) -> Engine:
+        return create_engine(normalise_url(self.url))
+
+    def table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+
+@cache
+def _server_error(backend: str) -> str | None:
+    variable, default = SERVERS[backend]
+    url = os.environ.get(variable, default)
+    engine = create_engine(normalise_url(url), connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return None
+    except Exception as exc:
+        return (
+            f"{backend} is not reachable at {url} ({type(exc).__name__}); start it, or point "
+            f"{variable} at a server"
+        )
+    finally:
+        engine.dispose()
+
+
+def server_url(backend: str) -> str:
+    error = _server_error(backend)
+    if error is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs every database server: {error}")
+        pytest.skip(error)
+    variable, default = SERVERS[backend]
+    return os.environ.get(variable, default)
+
+
+def drop_prefixed_tables(url: str, prefix: str) -> None:
+    engine = create_engine(normalise_url(url))
+    try:
+        with engine.begin() as connection:
+            for name in inspect(connection).get_table_names():
+                if name.startswith(prefix):
+                    connection.execute(text(f"DROP TABLE {name}"))
+    finally:
+        engine.dispose()
+
+
+def _database(backend: str, tmp_path: Any) -> Iterator[Database]:
+    url = f"sqlite:///{tmp_path}/rota.db" if backend == "sqlite" else server_url(backend)
+    database = Database(backend, url, f"t{uuid.uuid4().hex[:10]}_")
+    yield database
+    if backend != "sqlite":
+        drop_prefixed_tables(url, database.prefix)
+
+
+@pytest.fixture(params=["sqlite", "mariadb", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
+    yield from _database(request.param, tmp_path)
+
+
+@pytest.fixture(params=["mariadb", "postgres"])
+def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
+    """Only the servers that lock with SKIP LOCKED."""
+    yield from _database(request.param, tmp_path)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def make_rota(db: Database, clock: FakeClock) -> Iterator[Callable[..., Rota]]:
+    """Build ``Rota`` instances on the test's database; each has its own connections."""
+    made: list[Rota] = []
+
+    def make(**options: Any) -> Rota:
+        options.setdefault("clock", clock)
+        options.setdefault("poll_interval", 0.05)
+        options.setdefault("connect_timeout", 5)
+        rota = Rota(db.url, table_prefix=db.prefix, **options)
+        made.append(rota)
+        return rota
+
+    yield make
+    for rota in made:
+        rota.store.engine.dispose()
+
+
+@pytest.fixture
+def rota(make_rota: Callable[..., Rota]) -> Rota:
+    return make_rota()

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rota.core.backoff import RetryPolicy
+from rota.core.model import AttemptError, Job, JobState
+from rota.core.transitions import (
+    EDGES,
+    LEASE_EXPIRED,
+    Outcome,
+    OutcomeKind,
+    Transition,
+    after_attempt,
+    manual_retry,
+    rescue,
+)
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+POLICY = RetryPolicy(retries=2, delay=10, jitter=0)
+
+
+def running(attempt: int = 1, max_attempts: int | None = 3, **changes: object) -> Job:
+    job = Job(
+        id=7,
+        task="t",
+        queue="default",
+        args=(),
+        kwargs={},
+        state=JobState.RUNNING,
+        attempt=attempt,
+        max_attempts=max_attempts,
+        priority=0,
+        run_at=NOW,
+        created_at=NOW,
+        lease_owner="w1",
+        lease_until=NOW,
+    )
+    return replace(job, **changes)  # type: ignore[arg-type]
+
+
+def failure(attempt: int) -> Outcome:
+    error = AttemptError(attempt, NOW, "EXECUTION_FAILED", "ValueError", "boom")
+    return Outcome(OutcomeKind.FAILED, error)
+
+
+def decide(job: Job, outcome: Outcome) -> Transition:
+    return after_attempt(job, outcome, NOW, POLICY, random.Random(0))
+
+
+def test_success_finishes_the_job() -> None:
+    transition = decide(running(), Outcome(OutcomeKind.SUCCEEDED))
+    assert (transition.target, transition.finishes) == (JobState.SUCCEEDED, True)
+
+
+def test_failure_with_attempts_left_waits_for_the_back_off() -> None:
+    transition = decide(running(attempt=1), failure(1))
+    assert transition.target is JobState.PENDING
+    assert transition.run_at == NOW + timedelta(seconds=10)
+    assert transition.errors is not None and transition.errors[-1].message == "boom"
+
+
+def test_failure_on_the_last_attempt_fails_the_job_keeping_every_error() -> None:
+    earlier = AttemptError(1, NOW, "EXECUTION_FAILED", "ValueError", "first")
+    job = running(attempt=3, errors=(earlier,))
+    transition = decide(job, failure(3))
+    assert transition.target is JobState.FAILED
+    assert [e.message for e in transition.errors or ()] == ["first", "boom"]
+
+
+def test_not_retryable_fails_at_once() -> None:
+    outcome = replace(failure(1), retryable=False)
+    assert decide(running(attempt=1), outcome).target is JobState.FAILED
+
+
+def test_timeout_follows_the_retry_policy() -> None:
+    error = AttemptError(1, NOW, "TIMEOUT", "JobTimeout", "slow")
+    transition = decide(running(attempt=1), Outcome(OutcomeKind.TIMED_OUT, error))
+    assert transition.target is JobState.PENDING
+    assert transition.new_error is not None and transition.new_error.code == "TIMEOUT"
+
+
+def test_release_gives_the_attempt_back() -> None:
+    transition = decide(running(attempt=2), Outcome(OutcomeKind.RELEASED))
+    assert (transition.target, transition.attempt, transition.run_at) == (
+        JobState.PENDING,
+        1,
+        NOW,
+    )
+
+
+def test_unknown_max_attempts_takes_the_workers_policy() -> None:
+    assert decide(running(attempt=3, max_attempts=None), failure(3)).target is JobState.FAILED
+    assert decide(running(attempt=2, max_attempts=None), failure(2)).target is JobState.PENDING
+
+
+def test_rescue_counts_the_lost_attempt_and_retries_at_once() -> None:
+    transition = rescue(running(attempt=1), NOW, POLICY, random.Random(0))
+    assert transition.target is JobState.PENDING
+    assert transition.run_at == NOW
+    assert transition.new_error is not None and transition.new_error.code == LEASE_EXPIRED
+
+
+def test_rescue_of_the_last_attempt_fails_and_of_a_cancelled_job_cancels() -> None:
+    assert rescue(running(attempt=3), NOW, POLICY, random.Random(0)).target is JobState.FAILED
+    cancelled = rescue(running(cancel_requested=True), NOW, POLICY, random.Random(0))
+    assert cancelled.target is JobState.CANCELLED
+
+
+def test_manual_retry_resets_the_budget_and_keeps_history() -> None:
+    error = AttemptError(3, NOW, "EXECUTION_FAILED", "ValueError", "boom")
+    failed = running(attempt=3, state=JobState.FAILED, errors=(error,))
+    transition = manual_retry(failed, NOW)
+    assert (transition.target, transition.attempt, transition.errors) == (
+        JobState.PENDING,
+        0,
+        (error,),
+    )
+
+
+def test_a_transition_off_the_graph_is_refused() -> None:
+    with pytest.raises(ValueError, match="no edge"):
+        Transition(1, JobState.SUCCEEDED, JobState.PENDING, 1, NOW)
+
+
+@given(
+    kind=st.sampled_from(list(OutcomeKind)),
+    attempt=st.integers(1, 10),
+    max_attempts=st.one_of(st.none(), st.integers(1, 10)),
+    seed=st.integers(),
+)
+def test_every_decision_follows_an_edge_and_final_states_stamp_the_time(
+    kind: OutcomeKind, attempt: int, max_attempts: int | None, seed: int
+) -> None:
+    job = running(attempt=attempt, max_attempts=max_attempts)
+    error = AttemptError(attempt, NOW, "X", "X", "x") if kind is OutcomeKind.FAILED else None
+    transition = after_attempt(job, Outcome(kind, error), NOW, POLICY, random.Random(seed))
+    assert (transition.source, transition.target) in EDGES
+    if transition.target is JobState.PENDING:
+        assert transition.run_at is not None and transition.run_at >= NOW
+    assert transition.attempt in (attempt, attempt - 1)

@@ -1,0 +1,112 @@
+"""No double claim (invariant 3) under concurrent workers, and the claim query uses its index."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+from sqlalchemy import BigInteger, Column, MetaData, Table, func, insert, select, text, update
+
+from rota import JobContext, Rota
+from rota.core.model import NewJob
+from rota.testing import FakeClock
+from tests.conftest import START, Database
+from tests.helpers import eventually
+
+JOBS = 5_000
+HISTORY_ROW = NewJob(task="noop", payload='{"v":1,"args":[],"kwargs":{}}', run_at=START)
+
+
+def test_four_workers_run_every_job_exactly_once(
+    db: Database, make_rota: Callable[..., Rota], clock: FakeClock
+) -> None:
+    engine = db.engine()
+    executions = Table(
+        db.table("executions"), MetaData(), Column("job_id", BigInteger, primary_key=True)
+    )
+    executions.create(engine)
+    workers = [make_rota(concurrency=8) for _ in range(4)]
+    for worker in workers:
+
+        @worker.task(name="record", retries=0)
+        def record(ctx: JobContext) -> None:
+            with engine.begin() as connection:
+                connection.execute(insert(executions).values(job_id=ctx.job_id))
+
+    producer = workers[0]
+    producer.jobs()  # connects and migrates
+    ids = producer.store.enqueue(
+        [NewJob(task="record", payload='{"v":1,"args":[],"kwargs":{}}', run_at=clock.now())] * JOBS,
+        clock.now(),
+    )
+    assert len(set(ids)) == JOBS
+    jobs = producer.store.schema.jobs
+
+    def finished() -> int:
+        with engine.connect() as connection:
+            query = select(func.count()).where(jobs.c.state.in_(["succeeded", "failed"]))
+            return int(connection.execute(query).scalar_one())
+
+    async def scenario() -> None:
+        for worker in workers:
+            await worker.start()
+        try:
+            await eventually(lambda: finished() == JOBS, timeout=240, every=0.2)
+        finally:
+            await asyncio.gather(*(worker.stop() for worker in workers))
+
+    asyncio.run(scenario())
+    with engine.connect() as connection:
+        states = dict(
+            connection.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state)).all()
+        )
+        ran = connection.execute(select(func.count()).select_from(executions)).scalar_one()
+        attempts = connection.execute(select(func.max(jobs.c.attempt))).scalar_one()
+        owners = connection.execute(
+            text(f"SELECT COUNT(DISTINCT lease_owner) FROM {jobs.name}")
+        ).scalar_one()
+    engine.dispose()
+    assert states == {"succeeded": JOBS}
+    assert ran == JOBS
+    assert attempts == 1
+    assert owners == 0, "finished jobs keep no lease"
+
+
+def test_claim_query_uses_the_claim_index_with_a_large_history(
+    server_db: Database, clock: FakeClock
+) -> None:
+    rota = Rota(server_db.url, table_prefix=server_db.prefix, clock=clock)
+
+    @rota.task
+    def noop(ctx: JobContext) -> None: ...
+
+    rota.jobs()
+    store = rota.store
+    store.enqueue([HISTORY_ROW], clock.now())
+    jobs = store.schema.jobs
+    copied = [column for column in jobs.c if column.name != "id"]
+    with store.engine.begin() as connection:
+        connection.execute(
+            update(jobs).values(state="succeeded", finished_at=clock.now() - timedelta(days=1))
+        )
+        while connection.execute(select(func.count()).select_from(jobs)).scalar_one() < 100_000:
+            connection.execute(insert(jobs).from_select(copied, select(*copied)))
+    for _ in range(20):
+        rota.queue(noop)
+    query = store.claim_query(["default"], ["noop"], 10, clock.now())
+    sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+    index = f"ix_{server_db.prefix}jobs_claim"
+    with store.engine.begin() as connection:
+        if server_db.backend == "postgres":
+            connection.execute(text(f"ANALYZE {jobs.name}"))
+            plan = "\n".join(row[0] for row in connection.execute(text(f"EXPLAIN {sql}")))
+            print(plan)
+            assert index in plan
+        else:
+            connection.execute(text(f"ANALYZE TABLE {jobs.name}"))
+            rows = connection.execute(text(f"EXPLAIN {sql}")).mappings().all()
+            print(rows)
+            assert rows[0]["key"] == index
+            assert rows[0]["type"] in ("ref", "range"), "an index lookup, not a scan"
+    store.engine.dispose()
