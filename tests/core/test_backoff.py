@@ -48,5 +48,5 @@ def test_retries_mean_at_most_retries_plus_one_attempts() -> None:
 
 @pytest.mark.parametrize("bad", [{"retries": -1}, {"delay": -1.0}, {"cap": -5.0}, {"jitter": 1.5}])
 def test_invalid_policies_are_refused(bad: dict[str, float]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be"):
         RetryPolicy(**bad)  # type: ignore[arg-type]

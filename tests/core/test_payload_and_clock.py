@@ -55,7 +55,7 @@ def test_fake_clock_moves_only_when_told() -> None:
     clock.advance(90)
     clock.advance(timedelta(minutes=1))
     assert clock.now() == start + timedelta(seconds=150)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="backwards"):
         clock.advance(-1)
     clock.set(datetime(2027, 1, 1))
     assert clock.now() == datetime(2027, 1, 1, tzinfo=timezone.utc)
