@@ -34,6 +34,6 @@ class RetryPolicy:
 
 def retry_delay(policy: RetryPolicy, attempt: int, rng: random.Random) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1-based) before the next one."""
-    exponent = min(max(attempt - 1, 0), 62)
+    exponent = min(max(attempt - 1, 0), 1000)
     base = min(policy.cap, policy.delay * 2.0**exponent)
     return base * (1.0 - policy.jitter * rng.random())
