@@ -369,7 +369,11 @@ class Rota:
         try:
             await self.start()
             await stop.wait()
-            logger.info("stopping: waiting up to %s s for running jobs", grace)
+            logger.info(
+                "stopping: waiting up to %s s for running jobs",
+                grace,
+                extra={"event": "worker.stopping"},
+            )
         finally:
             await self.stop(grace)
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -40,6 +40,8 @@ def configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if level.upper() != "DEBUG":
+        logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 @click.group()
@@ -60,9 +62,12 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
             click.echo(migrations.upgrade_sql(target, table_prefix))
             return
         engine, dialect = create_engine(target)
-        with dialect.translate_errors():
-            migrations.upgrade(engine, dialect, table_prefix)
-            revision = migrations.current_revision(engine, table_prefix)
+        try:
+            with dialect.translate_errors():
+                migrations.upgrade(engine, dialect, table_prefix)
+                revision = migrations.current_revision(engine, table_prefix)
+        finally:
+            engine.dispose()
         click.echo(f"schema at revision {revision}")
     except RotaError as error:
         raise click.ClickException(f"{error.code}: {error}") from error

@@ -145,7 +145,11 @@ class Executor:
                 self.events.job("job.timed_out", job, logging.WARNING, **details)
             if transition.target is JobState.PENDING:
                 self.events.job(
-                    "job.retrying", job, logging.WARNING, delay=transition.retry_in, **details
+                    "job.retrying",
+                    job,
+                    logging.WARNING,
+                    delay=round(transition.retry_in or 0.0, 3),
+                    **details,
                 )
             else:
                 self.events.job("job.failed", job, logging.ERROR, **details)
