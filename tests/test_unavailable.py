@@ -1,4 +1,4 @@
-"""An unreachable database: retried with back-off, then DATABASE_UNAVAILABLE, password never shown."""
+"""An unreachable database: retried with back-off, then DATABASE_UNAVAILABLE, no password shown."""
 
 from __future__ import annotations
 
