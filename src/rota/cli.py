@@ -76,15 +76,22 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
 @main.command()
 @click.argument("app")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds running jobs get to finish after SIGTERM before they return to pending.",
+)
 @click.option("--log-level", default="info", show_default=True)
-def worker(app: str, concurrency: int | None, log_level: str) -> None:
+def worker(app: str, concurrency: int | None, grace: float, log_level: str) -> None:
     """Run a worker for the Rota instance APP (MODULE:ATTR) until SIGINT or SIGTERM."""
     configure_logging(log_level)
     rota = load_app(app)
     if concurrency is not None:
         rota.config = replace(rota.config, concurrency=concurrency)
     try:
-        rota.run()
+        rota.run(grace=grace)
     except RotaError as error:
         raise click.ClickException(f"{error.code}: {error}") from error
     exit_despite_stuck_handlers()
