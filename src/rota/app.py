@@ -19,19 +19,39 @@ from sqlalchemy.engine import Connection
 from rota.config import RotaConfig, default_url
 from rota.core import payload
 from rota.core.clock import Clock, SystemClock, as_utc
-from rota.core.model import DrainResult, Job, JobState, JobStatus, NewJob
+from rota.core.cron import Cron
+from rota.core.model import (
+    DrainResult,
+    Job,
+    JobState,
+    JobStatus,
+    NewJob,
+    ScheduleSource,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleStats,
+)
 from rota.core.transitions import manual_retry
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
     InvalidArguments,
     JobNotFound,
+    ScheduleNotFound,
     StoreError,
 )
 from rota.observe.events import EventLog
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
+from rota.runtime.scheduler import (
+    Scheduler,
+    SchedulerSettings,
+    code_spec,
+    fire_due,
+    sync_code_schedules,
+)
 from rota.runtime.worker import Worker, WorkerSettings
+from rota.status import job_status, schedule_status
 from rota.store import migrate
 from rota.store.dialects import check_server, create_engine, describe_url
 from rota.store.sql import SqlStore
@@ -90,6 +110,7 @@ class Rota:
         self._ready = False
         self._ready_lock = threading.Lock()
         self._worker: Worker | None = None
+        self._scheduler: Scheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task_threads: ThreadPoolExecutor | None = None
         self._db_threads: ThreadPoolExecutor | None = None
@@ -156,12 +177,82 @@ class Rota:
         return register(handler) if handler is not None else register
 
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
+        """Register a task; with ``cron`` it also gets a schedule named after it at start."""
         if definition.cron is not None:
-            raise ConfigError(
-                f"task {definition.name!r}: cron schedules are not available in this version"
-            )
+            Cron(definition.cron, definition.tz)
         self.registry.add(definition)
         return definition
+
+    def schedule(
+        self,
+        cron: str,
+        task: str | Handler,
+        /,
+        *,
+        name: str | None = None,
+        tz: str = "UTC",
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+    ) -> str:
+        """Persist a cron schedule of ``task`` and return its id (its name).
+
+        Calling it again with the same name updates the schedule instead of adding one.
+
+        >>> rota.schedule("0 3 * * *", cleanup, tz="UTC", name="nightly-cleanup")
+        'nightly-cleanup'
+        """
+        checked = Cron(cron, tz)
+        definition = self._definition(task)
+        task_name = definition.name if definition else str(task)
+        spec = ScheduleSpec(
+            name=name or task_name,
+            task=task_name,
+            cron=cron,
+            tz=tz,
+            payload=payload.encode(args, kwargs or {}, max_bytes=self.config.max_payload_bytes),
+            queue=queue or (definition.queue if definition else DEFAULT_QUEUE),
+            priority=(definition.priority if definition else 0) if priority is None else priority,
+            source=ScheduleSource.RUNTIME,
+        )
+        if not 0 < len(spec.name) <= 255:
+            raise ConfigError(f"schedule name must be 1 to 255 characters, got {spec.name!r}")
+        now = self.clock.now()
+        existing = self._with_schema(lambda: self.store.schedules.get(spec.name))
+        if existing is not None and existing.spec.source is ScheduleSource.CODE:
+            raise ConfigError(f"schedule {spec.name!r} is defined in code; give another name")
+        self.store.schedules.upsert(spec, checked.next_after(now), now)
+        self._wake_scheduler()
+        return spec.name
+
+    def pause(self, id: str | None = None) -> bool:
+        """Pause one schedule by id, or every schedule; ticks missed while paused never run."""
+        paused = self._with_schema(
+            lambda: self.store.schedules.set_state(
+                id, ScheduleState.PAUSED, (ScheduleState.ACTIVE,)
+            )
+        )
+        self._check_schedule(id, paused)
+        return bool(paused)
+
+    def resume(self, id: str | None = None) -> bool:
+        """Resume one paused schedule, or all, from their next tick after now."""
+        now = self.clock.now()
+        paused = self._with_schema(lambda: self.store.schedules.all((ScheduleState.PAUSED,)))
+        next_runs = {
+            schedule.name: Cron(schedule.spec.cron, schedule.spec.tz).next_after(now)
+            for schedule in paused
+            if id is None or schedule.name == id
+        }
+        resumed = self.store.schedules.resume(next_runs, now)
+        self._check_schedule(id, resumed)
+        self._wake_scheduler()
+        return bool(resumed)
+
+    def _check_schedule(self, name: str | None, changed: int) -> None:
+        if name is not None and not changed and self.store.schedules.get(name) is None:
+            raise ScheduleNotFound(f"schedule {name!r} does not exist")
 
     # -- queueing ----------------------------------------------------------------------------
 
@@ -280,8 +371,20 @@ class Rota:
             raise JobNotFound(f"job {job_id} does not exist")
         return found
 
-    def cancel(self, job_id: int) -> bool:
-        """Cancel a pending job, or a running one at its next heartbeat; ``False`` if finished."""
+    def cancel(self, id: int | str) -> bool:
+        """Cancel a job (int id) or a schedule (its name); ``False`` if it had already ended.
+
+        A pending job is cancelled at once, a running one at its worker's next heartbeat.
+        """
+        if isinstance(id, str):
+            ended = self._with_schema(
+                lambda: self.store.schedules.set_state(
+                    id, ScheduleState.CANCELLED, (ScheduleState.ACTIVE, ScheduleState.PAUSED)
+                )
+            )
+            self._check_schedule(id, ended)
+            return bool(ended)
+        job_id = id
         result = self._with_schema(lambda: self.store.cancel(job_id, self.clock.now()))
         if result is None:
             raise JobNotFound(f"job {job_id} does not exist")
@@ -297,21 +400,16 @@ class Rota:
         return applied
 
     def jobs(self) -> list[JobStatus]:
-        active = self._with_schema(
-            lambda: self.store.jobs(states=(JobState.PENDING, JobState.RUNNING), limit=1000)
-        )
-        return [
-            JobStatus(
-                id=job.id,
-                name=job.task,
-                cron=None,
-                status=job.state.value,
-                last_run=job.started_at,
-                next_run=job.run_at if job.state is JobState.PENDING else None,
-                runs=job.attempt,
-                failures=len(job.errors),
+        """A status per schedule (disabled ones aside), then per pending or running job."""
+        schedules = self._with_schema(
+            lambda: self.store.schedules.all(
+                (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
             )
-            for job in active
+        )
+        stats = self.store.schedules.stats() if schedules else {}
+        active = self.store.jobs(states=(JobState.PENDING, JobState.RUNNING), limit=1000)
+        return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
+            job_status(job) for job in active
         ]
 
     # -- running -----------------------------------------------------------------------------
@@ -321,9 +419,10 @@ class Rota:
         if self._worker is not None:
             return
         await asyncio.to_thread(self._ensure_ready)
+        await asyncio.to_thread(self._sync_schedules)
         self._loop = asyncio.get_running_loop()
         self._task_threads = ThreadPoolExecutor(self.config.concurrency, "rota-task")
-        self._db_threads = ThreadPoolExecutor(2, "rota-db")
+        self._db_threads = ThreadPoolExecutor(3, "rota-db")
         settings = WorkerSettings(
             queues=tuple(self.registry.queues()),
             concurrency=self.config.concurrency,
@@ -333,12 +432,25 @@ class Rota:
         worker = Worker(self.store, self._executor(), settings, self.events, self._db_call)
         await worker.start()
         self._worker = worker
+        self._scheduler = Scheduler(
+            self.store.schedules,
+            self.registry,
+            self.clock,
+            self.events,
+            self._scheduler_settings(),
+            self._db_call,
+            worker.notify,
+        )
+        self._scheduler.start()
 
     async def stop(self, grace: float = 30.0) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
         worker, self._worker = self._worker, None
+        scheduler, self._scheduler = self._scheduler, None
         if worker is None:
             return
+        if scheduler is not None:
+            await scheduler.stop()
         await worker.stop(grace)
         for pool in (self._task_threads, self._db_threads):
             if pool is not None:
@@ -386,6 +498,15 @@ class Rota:
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
         await asyncio.to_thread(self._ensure_ready)
+        await asyncio.to_thread(self._sync_schedules)
+        await asyncio.to_thread(
+            fire_due,
+            self.store.schedules,
+            self.registry,
+            self._scheduler_settings(),
+            self.events,
+            self.clock.now(),
+        )
         threads = ThreadPoolExecutor(self.config.concurrency, "rota-drain")
         try:
             executor = Executor(self.registry, self.clock, self.events, threads)
@@ -397,6 +518,37 @@ class Rota:
             threads.shutdown(wait=False)
 
     # -- plumbing ----------------------------------------------------------------------------
+
+    def _scheduler_settings(self) -> SchedulerSettings:
+        return SchedulerSettings(
+            misfire_grace=self.config.misfire_grace,
+            catchup_missed=self.config.catchup_missed,
+            max_missed_runs=self.config.max_missed_runs,
+            poll_interval=self.config.poll_interval,
+        )
+
+    def _sync_schedules(self) -> None:
+        """Code is the source of truth for definitions: upsert them, disable the removed."""
+        now = self.clock.now()
+        empty = payload.encode((), {})
+        specs = [code_spec(task, empty) for task in self.registry if task.cron is not None]
+        live = self.store.workers(now - LIVE_WORKER_WINDOW)
+        live_tasks = {task for worker in live for task in worker.tasks}
+        disabled = sync_code_schedules(
+            self.store.schedules, specs, self.registry.names(), live_tasks, now
+        )
+        for name in disabled:
+            self.events.emit(
+                "schedule.disabled",
+                logging.WARNING,
+                schedule=name,
+                reason="no longer defined in code",
+            )
+
+    def _wake_scheduler(self) -> None:
+        scheduler, loop = self._scheduler, self._loop
+        if scheduler is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(scheduler.wake)
 
     def _executor(self) -> Executor:
         assert self._task_threads is not None

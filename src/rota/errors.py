@@ -6,8 +6,10 @@
     ├── ConfigError                 CONFIG_ERROR          (also ValueError)
     ├── InvalidArguments            INVALID_ARGUMENTS     (also ValueError)
     ├── InvalidCron                 INVALID_CRON          (also ValueError)
+    ├── InvalidTimezone             INVALID_TIMEZONE      (also ValueError)
     ├── TaskNotRegistered           TASK_NOT_REGISTERED   (also LookupError)
     ├── JobNotFound                 JOB_NOT_FOUND         (also LookupError)
+    ├── ScheduleNotFound            SCHEDULE_NOT_FOUND    (also LookupError)
     ├── ExecutionFailed             EXECUTION_FAILED
     ├── JobTimeout                  TIMEOUT
     ├── JobCancelled                CANCELLED
@@ -37,12 +39,20 @@ class InvalidCron(RotaError, ValueError):
     code = "INVALID_CRON"
 
 
+class InvalidTimezone(RotaError, ValueError):
+    code = "INVALID_TIMEZONE"
+
+
 class TaskNotRegistered(RotaError, LookupError):
     code = "TASK_NOT_REGISTERED"
 
 
 class JobNotFound(RotaError, LookupError):
     code = "JOB_NOT_FOUND"
+
+
+class ScheduleNotFound(RotaError, LookupError):
+    code = "SCHEDULE_NOT_FOUND"
 
 
 class ExecutionFailed(RotaError):

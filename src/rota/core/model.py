@@ -69,7 +69,7 @@ class NewJob:
     queue: str = "default"
     priority: int = 0
     max_attempts: int | None = None
-    schedule_id: int | None = None
+    schedule: str | None = None
     scheduled_at: datetime | None = None
 
 
@@ -94,7 +94,7 @@ class Job:
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    schedule: int | None = None
+    schedule: str | None = None
     scheduled_at: datetime | None = None
     errors: tuple[AttemptError, ...] = ()
     lease_owner: str | None = None
@@ -143,3 +143,60 @@ class DrainResult:
     @property
     def total(self) -> int:
         return self.succeeded + self.failed + self.retried + self.cancelled
+
+
+class ScheduleState(str, Enum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DISABLED = "disabled"
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ScheduleSource(str, Enum):
+    """Who owns the definition: code (``@task(cron=...)``) or a ``Rota.schedule()`` call."""
+
+    CODE = "code"
+    RUNTIME = "runtime"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSpec:
+    """A schedule's definition, as code or ``Rota.schedule()`` gives it."""
+
+    name: str
+    task: str
+    cron: str
+    tz: str
+    payload: str
+    queue: str
+    priority: int
+    source: ScheduleSource
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A persisted cron rule; its ``name`` is its public id."""
+
+    spec: ScheduleSpec
+    state: ScheduleState
+    next_run_at: datetime
+    last_run_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleStats:
+    """What the jobs table remembers of one schedule (within the retention period)."""
+
+    runs: int = 0
+    failures: int = 0
+    running: int = 0
+    last_run: datetime | None = None

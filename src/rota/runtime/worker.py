@@ -52,7 +52,7 @@ class Running:
 
 
 @dataclass
-class _Backoff:
+class Backoff:
     """Doubling delay after consecutive database errors, reset by a success."""
 
     limit: float
@@ -156,7 +156,7 @@ class Worker:
         self.events.emit("worker.stopped", worker=self.id)
 
     async def _claiming(self) -> None:
-        backoff = _Backoff(self.settings.max_backoff, loop_name="claim")
+        backoff = Backoff(self.settings.max_backoff, loop_name="claim")
         while not self._stopping.is_set():
             free = self.settings.concurrency - self._busy
             wait: float | None = self.settings.poll_interval
@@ -214,7 +214,7 @@ class Worker:
                 self._wake.set()
 
     async def _reporting(self) -> None:
-        backoff = _Backoff(self.settings.max_backoff, loop_name="report")
+        backoff = Backoff(self.settings.max_backoff, loop_name="report")
         while True:
             await self._report_wake.wait()
             self._report_wake.clear()
@@ -243,7 +243,7 @@ class Worker:
             )
 
     async def _flush_until_empty(self) -> None:
-        backoff = _Backoff(self.settings.max_backoff, loop_name="final report")
+        backoff = Backoff(self.settings.max_backoff, loop_name="final report")
         for _ in range(8):
             try:
                 await self._flush()
@@ -252,7 +252,7 @@ class Worker:
                 await asyncio.sleep(min(backoff.failed(error), 2.0))
 
     async def _heartbeating(self) -> None:
-        backoff = _Backoff(self.settings.max_backoff, loop_name="heartbeat")
+        backoff = Backoff(self.settings.max_backoff, loop_name="heartbeat")
         while True:
             delay = self.settings.heartbeat_interval
             try:
@@ -280,7 +280,7 @@ class Worker:
             run.interrupt.set_result(reason)
 
     async def _rescuing(self) -> None:
-        backoff = _Backoff(self.settings.max_backoff, loop_name="rescue")
+        backoff = Backoff(self.settings.max_backoff, loop_name="rescue")
         while True:
             delay = self.settings.poll_interval
             try:

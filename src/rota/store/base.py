@@ -7,15 +7,27 @@ the event loop never waits on a socket.  Every method translates driver errors i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from rota.core.model import Job, JobState, NewJob, WorkerInfo
+from rota.core.model import (
+    Job,
+    JobState,
+    NewJob,
+    Schedule,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleStats,
+    WorkerInfo,
+)
 from rota.core.transitions import Transition
 
 
 class Store(Protocol):
+    @property
+    def schedules(self) -> ScheduleStore: ...
+
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Insert jobs as ``pending``, all or none; return their ids in the order given."""
         ...
@@ -92,3 +104,42 @@ class Store(Protocol):
     def unregister_worker(self, worker_id: str) -> None: ...
 
     def workers(self, alive_since: datetime) -> list[WorkerInfo]: ...
+
+
+class ScheduleStore(Protocol):
+    """Schedules by name; ``fire`` is the only way ticks become jobs."""
+
+    def upsert(self, spec: ScheduleSpec, first_run: datetime, now: datetime) -> Schedule:
+        """Create by name or update the definition; a changed cron or tz, or a disabled
+        schedule coming back, restarts at ``first_run``.  Never creates a second row."""
+        ...
+
+    def get(self, name: str) -> Schedule | None: ...
+
+    def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]: ...
+
+    def due(self, now: datetime, limit: int) -> list[Schedule]:
+        """Active schedules whose ``next_run_at <= now``, earliest first."""
+        ...
+
+    def next_due(self) -> datetime | None: ...
+
+    def fire(
+        self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime
+    ) -> bool:
+        """Insert the tick jobs and advance ``next_run_at`` if it still equals the value read.
+
+        ``False`` means another instance fired first; nothing is written and nothing raised.
+        A job whose ``(schedule, scheduled_at)`` already exists is skipped.
+        """
+        ...
+
+    def set_state(
+        self, name: str | None, target: ScheduleState, sources: Sequence[ScheduleState]
+    ) -> int: ...
+
+    def resume(self, next_runs: Mapping[str, datetime], now: datetime) -> int: ...
+
+    def disable(self, names: Sequence[str], now: datetime) -> int: ...
+
+    def stats(self) -> dict[str, ScheduleStats]: ...

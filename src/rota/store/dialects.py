@@ -19,11 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, event
+from sqlalchemy import Select, Table, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.sql.dml import Insert
 
 from rota.errors import ConfigError, StoreError, TransientStoreError
 
@@ -50,6 +52,19 @@ class Dialect:
 
     def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
         return query.with_for_update(skip_locked=True) if self.skip_locked else query
+
+    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+        """An INSERT that skips rows hitting a unique key instead of failing the transaction.
+
+        PostgreSQL needs ``ON CONFLICT`` because a failed insert aborts the whole transaction;
+        MySQL's ``INSERT IGNORE`` would also hide truncation errors, hence the no-op update.
+        """
+        if self.name == "postgresql":
+            return postgresql.insert(table).values(rows).on_conflict_do_nothing()
+        if self.name == "sqlite":
+            return sqlite.insert(table).values(rows).on_conflict_do_nothing()
+        statement = mysql.insert(table).values(rows)
+        return statement.on_duplicate_key_update(id=table.c.id)
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         if error.connection_invalidated:

@@ -34,6 +34,7 @@ class Schema:
     metadata: MetaData
     jobs: Table
     workers: Table
+    schedules: Table
 
 
 def build_schema(prefix: str = "rota_") -> Schema:
@@ -57,12 +58,12 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("lease_until", UtcDateTime, nullable=True),
         Column("cancel_requested", Boolean, nullable=False, server_default=false()),
         Column("errors", LongText, nullable=True),
-        Column("schedule_id", BigId, nullable=True),
+        Column("schedule", String(255), nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", "finished_at"),
-        Index(f"uq_{prefix}jobs_tick", "schedule_id", "scheduled_at", unique=True),
+        Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
@@ -79,4 +80,25 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Index(f"ix_{prefix}workers_heartbeat", "heartbeat_at"),
         **MYSQL_TABLE_OPTIONS,
     )
-    return Schema(metadata=metadata, jobs=jobs, workers=workers)
+    schedules = Table(
+        f"{prefix}schedules",
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("name", String(255), nullable=False),
+        Column("task", String(255), nullable=False),
+        Column("cron", String(255), nullable=False),
+        Column("tz", String(64), nullable=False),
+        Column("payload", LongText, nullable=False),
+        Column("queue", String(64), nullable=False),
+        Column("priority", Integer, nullable=False),
+        Column("source", String(8), nullable=False),
+        Column("state", String(16), nullable=False),
+        Column("next_run_at", UtcDateTime, nullable=False),
+        Column("last_run_at", UtcDateTime, nullable=True),
+        Column("created_at", UtcDateTime, nullable=False),
+        Column("updated_at", UtcDateTime, nullable=False),
+        Index(f"uq_{prefix}schedules_name", "name", unique=True),
+        Index(f"ix_{prefix}schedules_due", "state", "next_run_at"),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    return Schema(metadata=metadata, jobs=jobs, workers=workers, schedules=schedules)

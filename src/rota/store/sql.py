@@ -15,6 +15,7 @@ from rota.core import payload
 from rota.core.model import AttemptError, Job, JobState, NewJob, WorkerInfo
 from rota.core.transitions import Transition
 from rota.store.dialects import Dialect
+from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, build_schema
 
 T = TypeVar("T")
@@ -27,6 +28,7 @@ class SqlStore:
         self.engine = engine
         self.dialect = dialect
         self.schema: Schema = build_schema(table_prefix)
+        self.schedules = SqlSchedules(self)
 
     def _transaction(self, work: Callable[[Connection], T]) -> T:
         with self.dialect.translate_errors(), self.engine.begin() as connection:
@@ -67,7 +69,7 @@ class SqlStore:
             "run_at": job.run_at,
             "created_at": now,
             "cancel_requested": False,
-            "schedule_id": job.schedule_id,
+            "schedule": job.schedule,
             "scheduled_at": job.scheduled_at,
         }
 
@@ -341,7 +343,7 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         created_at=data["created_at"],
         started_at=data["started_at"],
         finished_at=data["finished_at"],
-        schedule=data["schedule_id"],
+        schedule=data["schedule"],
         scheduled_at=data["scheduled_at"],
         errors=errors,
         lease_owner=data["lease_owner"],

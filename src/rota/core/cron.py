@@ -1,0 +1,106 @@
+"""Cron expressions and their next ticks, with the DST rules written down.
+
+Parsing and next-tick maths come from ``cronsim``, which follows Debian cron:
+
+* five fields (minute hour day-of-month month day-of-week), or ``@hourly @daily @weekly
+  @monthly @yearly @annually``; a sixth (seconds) field is refused: rota is minute-level;
+* a tick that falls in a skipped hour (spring forward) runs once, at the first instant after
+  the gap (02:30 on a day when 02:00-03:00 does not exist runs at 03:00);
+* a tick at a fixed wall-clock time in a repeated hour (fall back) runs once, at its first
+  occurrence; expressions with a wildcard hour keep firing by real elapsed time, so ``*/30``
+  ticks in both copies of the repeated hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+
+from rota.errors import InvalidCron, InvalidTimezone
+
+ALIASES = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A validated expression in a time zone; ``next_after`` gives aware UTC ticks."""
+
+    expression: str
+    tz: str = "UTC"
+    _fields: str = field(init=False, repr=False, compare=False)
+    _zone: ZoneInfo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_zone", zone(self.tz))
+        object.__setattr__(self, "_fields", _fields(self.expression))
+
+    def next_after(self, moment: datetime) -> datetime:
+        """The first tick strictly after ``moment``."""
+        return next(self.ticks_after(moment))
+
+    def ticks_after(self, moment: datetime) -> Iterator[datetime]:
+        """Ticks strictly after ``moment``, in increasing order, as aware UTC datetimes."""
+        local = moment.astimezone(self._zone)
+        for tick in CronSim(self._fields, local):
+            yield tick.astimezone(timezone.utc)
+
+    def describe(self) -> str:
+        return str(CronSim(self._fields, datetime.now(self._zone)).explain())
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        raise InvalidTimezone(
+            f"unknown time zone {name!r}: use an IANA name such as 'Europe/Berlin'"
+        ) from exc
+
+
+def _fields(expression: str) -> str:
+    if not isinstance(expression, str):
+        raise InvalidCron(f"a cron expression must be a string, got {type(expression).__name__}")
+    text = " ".join(expression.split())
+    if text.startswith("@"):
+        if text.lower() not in ALIASES:
+            raise InvalidCron(
+                f"unknown cron alias {expression!r}: use one of {', '.join(sorted(ALIASES))}"
+            )
+        return ALIASES[text.lower()]
+    parts = text.split(" ")
+    if len(parts) == 6:
+        raise InvalidCron(
+            f"cron expression {expression!r} has 6 fields: a seconds field is not supported "
+            "(rota schedules to the minute)"
+        )
+    if len(parts) != 5:
+        raise InvalidCron(
+            f"cron expression {expression!r} has {len(parts)} fields; expected 5: "
+            + " ".join(FIELDS)
+        )
+    try:
+        CronSim(text, datetime(2000, 1, 1, tzinfo=timezone.utc))
+    except CronSimError as exc:
+        raise InvalidCron(f"invalid cron expression {expression!r}: {_name_field(exc)}") from exc
+    return text
+
+
+def _name_field(error: CronSimError) -> str:
+    message = str(error)
+    for name in FIELDS:
+        if name in message.lower():
+            return f"bad {name} field ({message})"
+    return message

@@ -1,0 +1,204 @@
+"""The cron service: turn due schedule ticks into jobs, then sleep until the next tick is due.
+
+Every process runs one; they need no leader because ``ScheduleStore.fire`` lets exactly one
+instance enqueue each tick.  The loop wakes at the earliest ``next_run_at`` (or after one poll
+interval, to notice schedules added, paused or resumed elsewhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from rota.core.clock import Clock
+from rota.core.cron import Cron
+from rota.core.model import NewJob, Schedule, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.planner import plan
+from rota.errors import RotaError, StoreError
+from rota.observe.events import EventLog
+from rota.runtime.worker import Backoff
+from rota.store.base import ScheduleStore
+from rota.tasks import TaskDefinition, TaskRegistry
+
+LIVE_STATES = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    misfire_grace: float = 60.0
+    catchup_missed: bool = False
+    max_missed_runs: int = 1
+    poll_interval: float = 1.0
+    batch: int = 100
+
+
+def code_spec(definition: TaskDefinition, payload: str) -> ScheduleSpec:
+    assert definition.cron is not None
+    return ScheduleSpec(
+        name=definition.name,
+        task=definition.name,
+        cron=definition.cron,
+        tz=definition.tz,
+        payload=payload,
+        queue=definition.queue,
+        priority=definition.priority,
+        source=ScheduleSource.CODE,
+    )
+
+
+def sync_code_schedules(
+    store: ScheduleStore,
+    specs: Iterable[ScheduleSpec],
+    own_tasks: Iterable[str],
+    live_tasks: Iterable[str],
+    now: datetime,
+) -> list[str]:
+    """Upsert the schedules code defines; disable code schedules code no longer defines.
+
+    A code schedule is left alone when its task belongs to another live service sharing the
+    database (a live worker registers it and this process does not).  Returns the names
+    disabled.
+    """
+    defined = set()
+    for spec in specs:
+        store.upsert(spec, Cron(spec.cron, spec.tz).next_after(now), now)
+        defined.add(spec.name)
+    mine, elsewhere = set(own_tasks), set(live_tasks) - set(own_tasks)
+    stale = [
+        schedule.name
+        for schedule in store.all(LIVE_STATES)
+        if schedule.spec.source is ScheduleSource.CODE
+        and schedule.name not in defined
+        and (schedule.spec.task in mine or schedule.spec.task not in elsewhere)
+    ]
+    store.disable(stale, now)
+    return stale
+
+
+def fire_due(
+    store: ScheduleStore,
+    registry: TaskRegistry,
+    settings: SchedulerSettings,
+    events: EventLog,
+    now: datetime,
+) -> int:
+    """One pass: enqueue the due ticks of every due schedule; return how many jobs were added."""
+    fired = 0
+    for schedule in store.due(now, settings.batch):
+        try:
+            cron = Cron(schedule.spec.cron, schedule.spec.tz)
+        except RotaError as error:
+            events.emit("schedule.invalid", logging.ERROR, schedule=schedule.name, error=error)
+            store.disable([schedule.name], now)
+            continue
+        decided = plan(
+            cron,
+            schedule.next_run_at,
+            now,
+            misfire_grace=timedelta(seconds=settings.misfire_grace),
+            catchup=settings.catchup_missed,
+            max_missed=settings.max_missed_runs,
+        )
+        jobs = [_tick_job(schedule, tick, registry) for tick in decided.ticks]
+        if not store.fire(schedule, decided.next_run, jobs, now):
+            continue
+        if decided.missed:
+            events.emit(
+                "schedule.missed",
+                logging.WARNING,
+                schedule=schedule.name,
+                task=schedule.spec.task,
+                count=decided.missed,
+                skipped=decided.skipped,
+                caught_up=decided.caught_up,
+            )
+        for job in jobs:
+            events.emit(
+                "job.scheduled",
+                schedule=schedule.name,
+                task=job.task,
+                queue=job.queue,
+                scheduled_at=job.scheduled_at.isoformat() if job.scheduled_at else None,
+            )
+        fired += len(jobs)
+    return fired
+
+
+def _tick_job(schedule: Schedule, tick: datetime, registry: TaskRegistry) -> NewJob:
+    definition = registry.find(schedule.spec.task)
+    return NewJob(
+        task=schedule.spec.task,
+        payload=schedule.spec.payload,
+        run_at=tick,
+        queue=schedule.spec.queue,
+        priority=schedule.spec.priority,
+        max_attempts=definition.policy.max_attempts if definition else None,
+        schedule=schedule.name,
+        scheduled_at=tick,
+    )
+
+
+class Scheduler:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        registry: TaskRegistry,
+        clock: Clock,
+        events: EventLog,
+        settings: SchedulerSettings,
+        db_call: Callable[..., Awaitable[Any]],
+        on_fired: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.clock = clock
+        self.events = events
+        self.settings = settings
+        self._db = db_call
+        self._on_fired = on_fired
+        self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def wake(self) -> None:
+        """A schedule changed in this process: look again now rather than after the sleep."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="rota-scheduler")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        backoff = Backoff(30.0, loop_name="scheduler")
+        while not self._stopping.is_set():
+            try:
+                delay = await self._pass()
+                backoff.failures = 0
+            except StoreError as error:
+                delay = backoff.failed(error)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _pass(self) -> float:
+        now = self.clock.now()
+        fired = await self._db(fire_due, self.store, self.registry, self.settings, self.events, now)
+        if fired:
+            self._on_fired()
+        next_due: datetime | None = await self._db(self.store.next_due)
+        if next_due is None:
+            return self.settings.poll_interval
+        wait = (next_due - self.clock.now()).total_seconds()
+        return min(max(wait, 0.0), self.settings.poll_interval)

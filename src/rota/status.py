@@ -1,0 +1,36 @@
+"""The lines of ``Rota.jobs()``: one status per schedule and per pending or running job."""
+
+from __future__ import annotations
+
+from rota.core.model import Job, JobState, JobStatus, Schedule, ScheduleState, ScheduleStats
+
+
+def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
+    if schedule.state is ScheduleState.ACTIVE:
+        status = "running" if stats.running else "pending"
+        next_run = schedule.next_run_at
+    else:
+        status, next_run = schedule.state.value, None
+    return JobStatus(
+        id=schedule.name,
+        name=schedule.name,
+        cron=schedule.spec.cron,
+        status=status,
+        last_run=stats.last_run,
+        next_run=next_run,
+        runs=stats.runs,
+        failures=stats.failures,
+    )
+
+
+def job_status(job: Job) -> JobStatus:
+    return JobStatus(
+        id=job.id,
+        name=job.task,
+        cron=None,
+        status=job.state.value,
+        last_run=job.started_at,
+        next_run=job.run_at if job.state is JobState.PENDING else None,
+        runs=job.attempt,
+        failures=len(job.errors),
+    )
