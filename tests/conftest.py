@@ -127,3 +127,9 @@ def make_rota(db: Database, clock: FakeClock) -> Iterator[Callable[..., Rota]]:
 @pytest.fixture
 def rota(make_rota: Callable[..., Rota]) -> Rota:
     return make_rota()
+
+
+@pytest.fixture
+def mariadb(tmp_path: Any) -> Iterator[Database]:
+    """MariaDB alone, for what the issue asks of MySQL specifically."""
+    yield from _database("mariadb", tmp_path)

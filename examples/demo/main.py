@@ -15,7 +15,6 @@ from rota import RotaError
 
 from .config import app, settings
 from .tasks import TASKS
-from .tasks.every_minute import queue_next_run
 from .tasks.flaky import sync_exchange_rates
 from .tasks.welcome import send_welcome_email
 
@@ -37,14 +36,14 @@ def configure_logging(level: str) -> None:
 
 
 def queue_startup_jobs() -> None:
-    """What the rest of a service would do: a job to retry, a delayed one, the minute chain."""
+    """What the rest of a service would do: queue a job that will retry and a delayed one.
+
+    ``report_queue`` needs nothing here: its ``cron`` schedule is synced when the worker starts.
+    """
     sync_id = app.queue(sync_exchange_rates, "EUR")
     welcome_id = app.queue(send_welcome_email, "ada@example.com", name="Ada", delay=WELCOME_DELAY)
     log.info("queued job %d (sync_exchange_rates) to run now", sync_id)
     log.info("queued job %d (send_welcome_email) to run in %.0f s", welcome_id, WELCOME_DELAY)
-    minute_id = queue_next_run()
-    if minute_id is not None:
-        log.info("queued job %d (report_queue) for the next minute", minute_id)
 
 
 def main() -> int:

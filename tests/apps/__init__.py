@@ -1,0 +1,1 @@
+"""Importable applications that the process tests run under ``rota worker MODULE:ATTR``."""
