@@ -21,6 +21,7 @@ from rota.core import payload
 from rota.core.clock import Clock, SystemClock, as_utc
 from rota.core.cron import Cron
 from rota.core.model import (
+    DEFAULT_QUEUE,
     DrainResult,
     Job,
     JobState,
@@ -55,7 +56,7 @@ from rota.status import job_status, schedule_status
 from rota.store import migrate
 from rota.store.dialects import check_server, create_engine, describe_url
 from rota.store.sql import SqlStore
-from rota.tasks import DEFAULT_QUEUE, Handler, TaskDefinition, TaskRegistry
+from rota.tasks import Handler, TaskDefinition, TaskRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -204,15 +205,14 @@ class Rota:
         'nightly-cleanup'
         """
         checked = Cron(cron, tz)
-        definition = self._definition(task)
-        task_name = definition.name if definition else str(task)
+        task_name, definition, task_queue = self._resolve(task)
         spec = ScheduleSpec(
             name=name or task_name,
             task=task_name,
             cron=cron,
             tz=tz,
             payload=payload.encode(args, kwargs or {}, max_bytes=self.config.max_payload_bytes),
-            queue=queue or (definition.queue if definition else DEFAULT_QUEUE),
+            queue=queue or task_queue,
             priority=(definition.priority if definition else 0) if priority is None else priority,
             source=ScheduleSource.RUNTIME,
         )
@@ -307,8 +307,7 @@ class Rota:
     ) -> NewJob:
         if (args is not None and positional) or (kwargs is not None and keyword):
             raise InvalidArguments("pass arguments either directly or with args=/kwargs=, not both")
-        definition = self._definition(task)
-        name = definition.name if definition else str(task)
+        name, definition, task_queue = self._resolve(task)
         encoded = payload.encode(
             positional if args is None else tuple(args),
             keyword if kwargs is None else dict(kwargs),
@@ -318,34 +317,42 @@ class Rota:
             task=name,
             payload=encoded,
             run_at=self._run_at(delay, run_at),
-            queue=queue or (definition.queue if definition else DEFAULT_QUEUE),
+            queue=queue or task_queue,
             priority=priority
             if priority is not None
             else (definition.priority if definition else 0),
             max_attempts=definition.policy.max_attempts if definition else None,
         )
 
-    def _definition(self, task: str | Handler) -> TaskDefinition | None:
-        if not isinstance(task, str):
-            return self.registry.by_handler(task)
-        definition = self.registry.find(task)
-        if definition is None:
-            self._warn_if_unknown(task)
-        return definition
+    def _resolve(self, task: str | Handler) -> tuple[str, TaskDefinition | None, str]:
+        """The task's name, its local definition if any, and the queue its jobs go to."""
+        definition = (
+            self.registry.by_handler(task)
+            if not isinstance(task, str)
+            else self.registry.find(task)
+        )
+        if definition is not None:
+            return definition.name, definition, definition.queue
+        name = str(task)
+        return name, None, self._remote_queue(name)
 
-    def _warn_if_unknown(self, name: str) -> None:
+    def _remote_queue(self, name: str) -> str:
+        """The queue a live worker registered a task under, for jobs queued by name only."""
         try:
             workers = self._with_schema(
                 lambda: self.store.workers(self.clock.now() - LIVE_WORKER_WINDOW)
             )
         except StoreError:
-            return
-        if not any(name in worker.tasks for worker in workers):
-            logger.warning(
-                "task %r is not registered here nor by any live worker; the job will wait",
-                name,
-                extra={"event": "job.unknown_task", "task": name},
-            )
+            return DEFAULT_QUEUE
+        for worker in workers:
+            if name in worker.task_queues:
+                return worker.task_queues[name]
+        logger.warning(
+            "task %r is not registered here nor by any live worker; the job will wait",
+            name,
+            extra={"event": "job.unknown_task", "task": name},
+        )
+        return DEFAULT_QUEUE
 
     def _run_at(self, delay: float | timedelta | None, run_at: datetime | None) -> datetime:
         if delay is not None and run_at is not None:

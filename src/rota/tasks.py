@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rota.core.backoff import RetryPolicy
+from rota.core.model import DEFAULT_QUEUE
 from rota.errors import ConfigError, TaskNotRegistered
 
 Handler = Callable[..., Any]
-DEFAULT_QUEUE = "default"
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
+
+DEFAULT_QUEUE = "default"
 
 
 class JobState(str, Enum):
@@ -114,6 +116,7 @@ class WorkerInfo:
     concurrency: int
     started_at: datetime
     heartbeat_at: datetime
+    task_queues: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +76,7 @@ class Executor:
         )
         self.events.job("job.started", job)
         started = time.monotonic()
-        runner = self._start(definition, ctx, job)
+        runner, thread = self._start(definition, ctx, job)
         done, _ = await asyncio.wait(
             {runner, interrupt}, timeout=definition.timeout, return_when=asyncio.FIRST_COMPLETED
         )
@@ -86,21 +85,22 @@ class Executor:
             outcome = self._result(job, runner)
             return Finished(self._decide(job, outcome, duration), None)
         ctx.cancelled.set()
-        runner.cancel()
+        leftover = _cancel(runner, thread)
         if interrupt in done:
             kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
             outcome = Outcome(kind)
         else:
             timeout = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
             outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timeout))
-        return Finished(self._decide(job, outcome, duration), runner)
+        return Finished(self._decide(job, outcome, duration), leftover)
 
-    def _start(self, definition: TaskDefinition, ctx: JobContext, job: Job) -> asyncio.Future[Any]:
+    def _start(
+        self, definition: TaskDefinition, ctx: JobContext, job: Job
+    ) -> tuple[asyncio.Future[Any], Future[Any] | None]:
         if definition.is_async:
-            return asyncio.ensure_future(_guarded_async(definition, ctx, job))
-        loop = asyncio.get_running_loop()
-        call = functools.partial(_guarded_sync, definition, ctx, job)
-        return loop.run_in_executor(self.threads, call)
+            return asyncio.ensure_future(_guarded_async(definition, ctx, job)), None
+        thread = self.threads.submit(_guarded_sync, definition, ctx, job)
+        return asyncio.wrap_future(thread), thread
 
     def _result(self, job: Job, runner: asyncio.Future[Any]) -> Outcome:
         if runner.cancelled():
@@ -153,6 +153,16 @@ class Executor:
                 )
             else:
                 self.events.job("job.failed", job, logging.ERROR, **details)
+
+
+def _cancel(runner: asyncio.Future[Any], thread: Future[Any] | None) -> asyncio.Future[Any]:
+    """Cancel a handler; return what completes once it has really stopped.
+
+    A task ends when it handles the cancellation.  A thread cannot be stopped, so that is a
+    fresh wrapper of its future, done when the thread returns: its slot stays busy until then.
+    """
+    runner.cancel()
+    return asyncio.wrap_future(thread) if thread is not None else runner
 
 
 async def _guarded_async(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:

@@ -26,6 +26,7 @@ from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
 from rota.store.base import Store
 
 T = TypeVar("T")
+FINAL_REPORT_ATTEMPTS = 8
 logger = logging.getLogger("rota.worker")
 
 
@@ -49,6 +50,7 @@ class Running:
     job: Job
     interrupt: asyncio.Future[str]
     task: asyncio.Task[None] | None = None
+    """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
 
 
 @dataclass
@@ -95,8 +97,11 @@ class Worker:
         self._wake = asyncio.Event()
         self._report_wake = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._settled = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._claim_loop: asyncio.Task[None] | None = None
+        self._report_loop: asyncio.Task[None] | None = None
+        self._closing = False
 
     @property
     def tasks(self) -> list[str]:
@@ -114,6 +119,7 @@ class Worker:
             pid=os.getpid(),
             queues=self.settings.queues,
             tasks=tuple(self.tasks),
+            task_queues={task.name: task.queue for task in self.executor.registry},
             concurrency=self.settings.concurrency,
             started_at=now,
             heartbeat_at=now,
@@ -126,8 +132,8 @@ class Worker:
             concurrency=info.concurrency,
         )
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
+        self._report_loop = asyncio.create_task(self._reporting(), name="rota-report")
         self._loops = [
-            asyncio.create_task(self._reporting(), name="rota-report"),
             asyncio.create_task(self._heartbeating(), name="rota-heartbeat"),
             asyncio.create_task(self._rescuing(), name="rota-rescue"),
         ]
@@ -138,22 +144,33 @@ class Worker:
         self._wake.set()
         if self._claim_loop is not None:
             await self._claim_loop
-        tasks = [run.task for run in self._running.values() if run.task is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=grace)
+        await self._until_settled(grace)
         for run in list(self._running.values()):
             if not run.interrupt.done():
                 run.interrupt.set_result(SHUTDOWN)
-        remaining = [run.task for run in self._running.values() if run.task is not None]
-        if remaining:
-            await asyncio.wait(remaining)
-        await self._flush_until_empty()
+        await self._until_settled(None)
+        self._closing = True
+        self._report_wake.set()
+        if self._report_loop is not None:
+            await self._report_loop
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         with contextlib.suppress(StoreError):
             await self._db(self.store.unregister_worker, self.id)
         self.events.emit("worker.stopped", worker=self.id)
+
+    async def _until_settled(self, timeout: float | None) -> None:
+        """Wait until every running attempt has an outcome (a stuck thread may still run)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._running:
+            self._settled.clear()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._settled.wait(), remaining)
 
     async def _claiming(self) -> None:
         backoff = Backoff(self.settings.max_backoff, loop_name="claim")
@@ -204,16 +221,19 @@ class Worker:
             self._unreported.append(finished.transition)
             self._report_wake.set()
             del self._running[run.job.id]
+            self._settled.set()
             if finished.leftover is not None:
                 with contextlib.suppress(BaseException):
                     await finished.leftover
         finally:
-            self._running.pop(run.job.id, None)
+            if self._running.pop(run.job.id, None) is not None:
+                self._settled.set()
             self._busy -= 1
             if self._busy <= self.settings.concurrency // 2:
                 self._wake.set()
 
     async def _reporting(self) -> None:
+        """The only writer of finished attempts; on stop it writes what is left, then ends."""
         backoff = Backoff(self.settings.max_backoff, loop_name="report")
         while True:
             await self._report_wake.wait()
@@ -222,8 +242,20 @@ class Worker:
                 await self._flush()
                 backoff.failures = 0
             except StoreError as error:
-                await asyncio.sleep(backoff.failed(error))
+                delay = backoff.failed(error)
+                if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
+                    logger.error(
+                        "giving up reporting %d finished job(s); their leases will expire and "
+                        "they will run again",
+                        len(self._unreported),
+                        extra={"event": "worker.report_abandoned"},
+                    )
+                    return
+                await asyncio.sleep(min(delay, 2.0) if self._closing else delay)
                 self._report_wake.set()
+                continue
+            if self._closing and not self._unreported:
+                return
 
     async def _flush(self) -> None:
         batch, self._unreported = self._unreported, []
@@ -241,15 +273,6 @@ class Worker:
                 len(batch),
                 extra={"event": "worker.lost_jobs"},
             )
-
-    async def _flush_until_empty(self) -> None:
-        backoff = Backoff(self.settings.max_backoff, loop_name="final report")
-        for _ in range(8):
-            try:
-                await self._flush()
-                return
-            except StoreError as error:
-                await asyncio.sleep(min(backoff.failed(error), 2.0))
 
     async def _heartbeating(self) -> None:
         backoff = Backoff(self.settings.max_backoff, loop_name="heartbeat")
@@ -284,10 +307,12 @@ class Worker:
         while True:
             delay = self.settings.poll_interval
             try:
-                await rescue_expired(
+                rescued = await rescue_expired(
                     self.store, self.executor, self.events, self._db, self.settings.rescue_batch
                 )
                 backoff.failures = 0
+                if rescued:
+                    self._wake.set()
             except StoreError as error:
                 delay = backoff.failed(error)
             await asyncio.sleep(delay)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
-from rota.core.model import AttemptError, Job, JobState, NewJob, WorkerInfo
+from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
 from rota.core.transitions import Transition
 from rota.store.dialects import Dialect
 from rota.store.schedules import SqlSchedules
@@ -284,7 +284,9 @@ class SqlStore:
             "host": worker.host,
             "pid": worker.pid,
             "queues": json.dumps(list(worker.queues)),
-            "tasks": json.dumps(list(worker.tasks)),
+            "tasks": json.dumps(
+                {task: worker.task_queues.get(task, DEFAULT_QUEUE) for task in worker.tasks}
+            ),
             "concurrency": worker.concurrency,
             "started_at": worker.started_at,
             "heartbeat_at": worker.heartbeat_at,
@@ -305,19 +307,22 @@ class SqlStore:
         workers = self.schema.workers
         query = select(workers).where(workers.c.heartbeat_at >= alive_since).order_by(workers.c.id)
         rows = self._transaction(lambda conn: conn.execute(query).all())
-        return [
-            WorkerInfo(
-                id=row.id,
-                host=row.host,
-                pid=row.pid,
-                queues=tuple(json.loads(row.queues)),
-                tasks=tuple(json.loads(row.tasks)),
-                concurrency=row.concurrency,
-                started_at=row.started_at,
-                heartbeat_at=row.heartbeat_at,
-            )
-            for row in rows
-        ]
+        return [_to_worker(row) for row in rows]
+
+
+def _to_worker(row: Row[Any]) -> WorkerInfo:
+    task_queues: dict[str, str] = json.loads(row.tasks)
+    return WorkerInfo(
+        id=row.id,
+        host=row.host,
+        pid=row.pid,
+        queues=tuple(json.loads(row.queues)),
+        tasks=tuple(task_queues),
+        task_queues=task_queues,
+        concurrency=row.concurrency,
+        started_at=row.started_at,
+        heartbeat_at=row.heartbeat_at,
+    )
 
 
 def _errors_json(errors: Sequence[AttemptError]) -> str:

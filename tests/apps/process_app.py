@@ -1,0 +1,110 @@
+"""A Rota application for tests/test_processes.py, configured entirely from the environment.
+
+The test process starts ``rota worker tests.apps.process_app:app`` with:
+
+- ``ROTA_TEST_URL``, ``ROTA_TEST_PREFIX``: the test's database and table prefix;
+- ``ROTA_TEST_DIR``: a directory where handlers leave marks the test can observe;
+- ``ROTA_TEST_LEASE``, ``ROTA_TEST_POLL``: lease and poll interval in seconds.
+
+Each attempt writes ``<dir>/<job id>.<attempt>.started`` (and ``.finished`` when it returns),
+holding the wall-clock time, so the test sees which attempts ran, in which process, and when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from rota import JobContext, Rota
+
+MARKS = Path(os.environ["ROTA_TEST_DIR"])
+
+app = Rota(
+    os.environ["ROTA_TEST_URL"],
+    table_prefix=os.environ["ROTA_TEST_PREFIX"],
+    lease_seconds=float(os.environ.get("ROTA_TEST_LEASE", "2")),
+    poll_interval=float(os.environ.get("ROTA_TEST_POLL", "0.2")),
+    connect_timeout=10,
+)
+
+
+def mark(ctx: JobContext, event: str) -> None:
+    """Write ``<job>.<attempt>.<event>`` atomically, with the time and this process's pid."""
+    path = MARKS / f"{ctx.job_id}.{ctx.attempt}.{event}"
+    partial = path.with_name(path.name + f".{os.getpid()}.tmp")
+    partial.write_text(f"{time.time()!r} {os.getpid()}")
+    os.replace(partial, path)
+
+
+@app.task(retries=3, retry_delay=60)
+def block_on_first_attempt(ctx: JobContext) -> None:
+    """Attempt 1 blocks (until its worker is killed); any later attempt succeeds."""
+    mark(ctx, "started")
+    if ctx.attempt == 1:
+        ctx.cancelled.wait(120)
+        raise RuntimeError("attempt 1 was meant to be killed, not to return")
+    mark(ctx, "finished")
+
+
+@app.task(retries=0)
+def work_for(ctx: JobContext, seconds: float) -> None:
+    mark(ctx, "started")
+    time.sleep(seconds)
+    mark(ctx, "finished")
+
+
+@app.task(retries=3, retry_delay=60)
+def sleep_ignoring_cancel(ctx: JobContext, seconds: float) -> None:
+    """A sync handler that never looks at ``ctx.cancelled``: its thread cannot be stopped."""
+    mark(ctx, "started")
+    time.sleep(seconds)
+    mark(ctx, "finished")
+
+
+@app.task(retries=3, retry_delay=60)
+def wait_for_cancel(ctx: JobContext, seconds: float) -> None:
+    """A sync handler that stops as soon as ``ctx.cancelled`` is set."""
+    mark(ctx, "started")
+    if not ctx.cancelled.wait(seconds):
+        mark(ctx, "finished")
+
+
+@app.task(retries=3, retry_delay=60, queue="slow")
+async def async_sleep(ctx: JobContext, seconds: float) -> None:
+    mark(ctx, "started")
+    await asyncio.sleep(seconds)
+    mark(ctx, "finished")
+
+
+@app.task(retries=0)
+def exit_sync(ctx: JobContext) -> None:
+    mark(ctx, "started")
+    sys.exit(3)
+
+
+@app.task(retries=0)
+async def exit_async(ctx: JobContext) -> None:
+    mark(ctx, "started")
+    sys.exit(3)
+
+
+@app.task(retries=0)
+def raise_error(ctx: JobContext) -> None:
+    mark(ctx, "started")
+    raise ValueError("boom")
+
+
+@app.task(retries=0, timeout=0.5)
+def hang_past_timeout(ctx: JobContext) -> None:
+    """Ignores its timeout and ``ctx.cancelled``; the worker must carry on without it."""
+    mark(ctx, "started")
+    time.sleep(120)
+
+
+@app.task(retries=0)
+def succeed(ctx: JobContext) -> None:
+    mark(ctx, "started")
+    mark(ctx, "finished")

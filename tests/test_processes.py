@@ -1,0 +1,303 @@
+"""Real worker processes, started as a user starts them: ``rota worker tests.apps.process_app:app``.
+
+What only separate processes can show: a job whose worker is killed with SIGKILL is re-run by
+another worker within lease + one poll (invariant 2); SIGTERM stops a worker gracefully, giving
+unfinished attempts back; a handler that exits, raises or hangs never takes its worker down
+(invariant 6); workers register themselves and keep a heartbeat.
+
+The handlers (tests/apps/process_app.py) leave a mark file per attempt, holding the wall-clock
+time and the pid of the process that ran it.  Every wait polls observable state with a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from rota import Job, JobState, Rota
+from rota.core.model import WorkerInfo
+from tests.conftest import Database
+from tests.helpers import wait_until
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = "tests.apps.process_app:app"
+LEASE = 2.0
+POLL = 0.2
+GRACE = 2.0
+# Scheduling slack for the rescuing worker: its DB round trips and thread hand-offs.
+RESCUE_MARGIN = 0.5
+# Time allowed for a process to exit after its grace: final report, unregister, interpreter exit.
+EXIT_MARGIN = 3.0
+START_TIMEOUT = 20.0
+EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+class Workers:
+    """Starts ``rota worker`` processes on the test's database; kills leftovers at teardown."""
+
+    def __init__(self, db: Database, control: Rota, tmp_path: Path) -> None:
+        self.db = db
+        self.control = control
+        self.marks = tmp_path / "marks"
+        self.marks.mkdir()
+        self.logs = tmp_path
+        self.started: list[tuple[subprocess.Popen[bytes], Path, IO[bytes]]] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        """Start one worker and return once it has registered itself in ``<prefix>workers``."""
+        env = {
+            **os.environ,
+            "ROTA_TEST_URL": self.db.url,
+            "ROTA_TEST_PREFIX": self.db.prefix,
+            "ROTA_TEST_DIR": str(self.marks),
+            "ROTA_TEST_LEASE": str(LEASE),
+            "ROTA_TEST_POLL": str(POLL),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        # rota/cli.py has no ``__main__`` block: this is what the ``rota`` script runs.
+        command = [sys.executable, "-c", "from rota.cli import main; main()"]
+        command += ["worker", APP, "--grace", str(GRACE)]
+        log_path = self.logs / f"worker-{len(self.started)}.log"
+        log = log_path.open("wb")
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        self.started.append((process, log_path, log))
+        self.wait(lambda: self.registration(process) is not None, process, timeout=START_TIMEOUT)
+        return process
+
+    def log(self, process: subprocess.Popen[bytes]) -> str:
+        for candidate, path, _ in self.started:
+            if candidate is process:
+                return path.read_text(errors="replace")
+        return ""
+
+    def wait(
+        self,
+        check: Callable[[], object],
+        *alive: subprocess.Popen[bytes],
+        timeout: float = 10.0,
+    ) -> None:
+        """``wait_until(check)``, failing at once (with its log) if a worker in ``alive`` dies."""
+
+        def alive_and(check: Callable[[], object]) -> object:
+            for process in alive:
+                if process.poll() is not None:
+                    raise AssertionError(
+                        f"worker {process.pid} exited with {process.returncode} while waiting "
+                        f"for {check}; its log:\n{self.log(process)}"
+                    )
+            return check()
+
+        wait_until(lambda: alive_and(check), timeout=timeout)
+
+    def registration(self, process: subprocess.Popen[bytes]) -> WorkerInfo | None:
+        for info in self.control.store.workers(EPOCH):
+            if info.pid == process.pid:
+                return info
+        return None
+
+    def mark(self, job_id: int, attempt: int, event: str) -> tuple[float, int] | None:
+        """``(wall-clock time, pid)`` a handler recorded for this attempt, or ``None``."""
+        path = self.marks / f"{job_id}.{attempt}.{event}"
+        if not path.exists():
+            return None
+        at, pid = path.read_text().split()
+        return float(at), int(pid)
+
+    def stop_all(self) -> None:
+        for process, path, log in self.started:
+            if process.poll() is None:
+                process.kill()
+            process.wait(timeout=10)
+            log.close()
+            print(f"--- worker {process.pid} (exit {process.returncode}) ---")
+            print(path.read_text(errors="replace"))
+
+
+@pytest.fixture
+def control(db: Database) -> Iterator[Rota]:
+    """The test's own Rota: real clock, queues by task name, inspects jobs and workers."""
+    rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
+    rota.jobs()  # migrate here, before any worker process starts
+    yield rota
+    rota.store.engine.dispose()
+
+
+@pytest.fixture
+def workers(db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(db, control, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+def _final(control: Rota, job_id: int) -> Callable[[], bool]:
+    def is_final() -> bool:
+        return control.job(job_id).state.is_final
+
+    return is_final
+
+
+def _timestamp(moment: datetime) -> float:
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _assert_released(job: Job) -> None:
+    """Given back by a graceful stop: pending again, the attempt not spent, nobody holding it."""
+    assert job.state is JobState.PENDING, job
+    assert job.attempt == 0, job
+    assert job.lease_owner is None, job
+    assert job.errors == (), job
+
+
+def test_killed_worker_job_is_rerun_within_lease(
+    db: Database, control: Rota, workers: Workers
+) -> None:
+    first = workers.start()
+    job_id = control.queue("block_on_first_attempt")
+    workers.wait(lambda: workers.mark(job_id, 1, "started"), first)
+    held = control.job(job_id)
+    assert held.state is JobState.RUNNING
+    assert held.lease_owner is not None
+    assert f":{first.pid}:" in held.lease_owner
+
+    second = workers.start()  # already polling when the first one dies: no start-up counted
+    killed_at = time.time()
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(timeout=5) == -signal.SIGKILL
+
+    workers.wait(_final(control, job_id), second, timeout=LEASE + POLL + 10)
+    job = control.job(job_id)
+    assert job.state is JobState.SUCCEEDED, job
+    assert job.attempt == 2
+    assert [(error.attempt, error.code) for error in job.errors] == [(1, "LEASE_EXPIRED")]
+    first_run, second_run = workers.mark(job_id, 1, "started"), workers.mark(job_id, 2, "started")
+    assert first_run is not None
+    assert first_run[1] == first.pid
+    assert second_run is not None
+    assert second_run[1] == second.pid
+    assert workers.mark(job_id, 2, "finished") is not None
+
+    rescued_after = _timestamp(job.errors[0].at) - killed_at
+    rerun_after = second_run[0] - killed_at
+    print(
+        f"[{db.backend}] SIGKILL -> rescued to pending {rescued_after:.3f} s, "
+        f"-> attempt 2 started {rerun_after:.3f} s (lease {LEASE} s, poll {POLL} s)"
+    )
+    # Not before the lease could have run out (renewed every LEASE / 3), and within lease + poll.
+    assert rescued_after >= LEASE * 2 / 3 - RESCUE_MARGIN
+    assert rescued_after <= LEASE + POLL + RESCUE_MARGIN
+    assert rerun_after <= LEASE + POLL + RESCUE_MARGIN
+
+
+def test_sigterm_finishes_short_jobs_and_gives_long_ones_back(
+    db: Database, control: Rota, workers: Workers
+) -> None:
+    worker = workers.start()
+    short = control.queue("work_for", 1.0)
+    # Far longer than the grace: one waits on ctx.cancelled, one is an async handler (cancelled),
+    # one is a sync handler that ignores ctx.cancelled (its thread cannot be stopped).
+    longs = {
+        "wait_for_cancel": control.queue("wait_for_cancel", 60 * GRACE),
+        "async_sleep": control.queue("async_sleep", 60 * GRACE, queue="slow"),
+        "sleep_ignoring_cancel": control.queue("sleep_ignoring_cancel", 60 * GRACE),
+    }
+    workers.wait(
+        lambda: all(workers.mark(job_id, 1, "started") for job_id in [short, *longs.values()]),
+        worker,
+    )
+
+    signalled = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    try:
+        code = worker.wait(timeout=GRACE + EXIT_MARGIN)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"worker still running {GRACE + EXIT_MARGIN} s after SIGTERM (grace {GRACE})")
+    stopped_after = time.monotonic() - signalled
+    print(f"[{db.backend}] SIGTERM -> exit {code} in {stopped_after:.3f} s (grace {GRACE} s)")
+    assert code == 0
+
+    assert control.job(short).state is JobState.SUCCEEDED
+    assert workers.mark(short, 1, "finished") is not None
+    released = {name: control.job(job_id) for name, job_id in longs.items()}
+    for name, job in released.items():
+        _assert_released(job)
+        assert workers.mark(job.id, 1, "finished") is None, name
+
+
+def test_exiting_raising_and_hanging_handlers_do_not_kill_the_worker(
+    db: Database, control: Rota, workers: Workers
+) -> None:
+    worker = workers.start()
+    names = ("exit_sync", "exit_async", "raise_error", "hang_past_timeout")
+    ids = {name: control.queue(name) for name in names}
+    workers.wait(lambda: all(_final(control, job_id)() for job_id in ids.values()), worker)
+    jobs = {name: control.job(job_id) for name, job_id in ids.items()}
+    for name, job in jobs.items():
+        assert job.state is JobState.FAILED, (name, job)
+        assert len(job.errors) == 1, (name, job.errors)
+        assert workers.mark(job.id, 1, "started") is not None, name
+
+    for name in ("exit_sync", "exit_async"):
+        error = jobs[name].errors[0]
+        assert error.type.endswith("SystemExit"), error
+        assert error.code == "EXECUTION_FAILED", error
+    assert jobs["raise_error"].errors[0].type.endswith("ValueError")
+    assert jobs["raise_error"].errors[0].message == "boom"
+    assert jobs["hang_past_timeout"].errors[0].code == "TIMEOUT"
+
+    following = control.queue("succeed")
+    workers.wait(_final(control, following), worker)
+    assert control.job(following).state is JobState.SUCCEEDED
+    assert worker.poll() is None
+
+    # The hung handler's thread still runs; SIGTERM must exit all the same.
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=GRACE + EXIT_MARGIN) == 0
+
+
+def test_worker_registers_heartbeats_and_unregisters(
+    db: Database, control: Rota, workers: Workers
+) -> None:
+    worker = workers.start()
+    info = workers.registration(worker)
+    assert info is not None
+    assert info.host == socket.gethostname()
+    assert info.pid == worker.pid
+    assert set(info.queues) == {"default", "slow"}
+    assert {"succeed", "async_sleep", "block_on_first_attempt"} <= set(info.tasks)
+
+    beats = [info.heartbeat_at]
+
+    def heartbeat_advanced_twice() -> bool:
+        latest = workers.registration(worker)
+        assert latest is not None, "the running worker's row disappeared"
+        if latest.heartbeat_at > beats[-1]:
+            beats.append(latest.heartbeat_at)
+        return len(beats) >= 3
+
+    workers.wait(heartbeat_advanced_twice, worker, timeout=2 * LEASE + 5)
+    assert beats[-1] - beats[0] >= timedelta(seconds=LEASE / 3 * 0.9), beats
+
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=GRACE + EXIT_MARGIN) == 0
+    assert [w.id for w in control.store.workers(EPOCH) if w.id == info.id] == []
