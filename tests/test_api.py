@@ -232,3 +232,24 @@ def test_unicode_arguments_survive_utf8mb4(rota: Rota) -> None:
     with rota.store.engine.connect() as connection:
         count = connection.execute(text(f"SELECT COUNT(*) FROM {rota.store.schema.jobs.name}"))
         assert count.scalar() == 1
+
+
+def test_a_job_queued_by_name_goes_to_the_queue_its_worker_registered(
+    make_rota: Callable[..., Rota],
+) -> None:
+    consumer = make_rota()
+
+    @consumer.task(queue="slow")
+    def resize(ctx: JobContext) -> None: ...
+
+    producer = make_rota()
+
+    async def scenario() -> tuple[int, int]:
+        async with consumer:
+            routed = await producer.aqueue("resize")
+            chosen = await producer.aqueue("resize", queue="default")
+            return routed, chosen
+
+    routed, chosen = asyncio.run(scenario())
+    assert producer.job(routed).queue == "slow"
+    assert producer.job(chosen).queue == "default"

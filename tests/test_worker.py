@@ -267,3 +267,31 @@ def test_worker_registers_with_a_heartbeat_and_leaves_on_stop(rota: Rota, clock:
         assert rota.store.workers(clock.now()) == []
 
     asyncio.run(scenario())
+
+
+def test_a_stuck_sync_handler_keeps_its_slot_until_its_thread_returns(
+    make_rota: Callable[..., Rota],
+) -> None:
+    rota = make_rota(concurrency=1, lease_seconds=1.5)
+    release = threading.Event()
+
+    @rota.task(timeout=0.1, retries=0)
+    def ignores_cancel(ctx: JobContext) -> None:
+        release.wait(20)
+
+    @rota.task
+    def next_one(ctx: JobContext) -> None: ...
+
+    stuck = rota.queue(ignores_cancel)
+    waiting = rota.queue(next_one)
+
+    async def scenario() -> None:
+        async with rota:
+            await eventually(lambda: rota.job(stuck).state.value == "failed")
+            await asyncio.sleep(0.3)  # several polls: the only slot is still taken
+            assert rota.job(waiting).state.value == "pending"
+            release.set()
+            await eventually(lambda: rota.job(waiting).state.value == "succeeded")
+
+    asyncio.run(scenario())
+    assert rota.job(stuck).errors[-1].code == "TIMEOUT"
