@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from tests.apps.records import runs_table
@@ -19,6 +20,7 @@ from tests.helpers import wait_until
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.timeout(240)
 def test_two_workers_run_each_minute_once(mariadb: Database) -> None:
     env = {**os.environ, "ROTA_TEST_URL": mariadb.url, "ROTA_TEST_PREFIX": mariadb.prefix}
     engine = mariadb.engine()
