@@ -173,22 +173,25 @@ class Worker:
                 await asyncio.wait_for(self._settled.wait(), remaining)
 
     async def _claiming(self) -> None:
+        """Poll every ``busy_poll`` while claims find work, doubling up to ``poll_interval``
+        while they find none; with no free slot, wait for one."""
         backoff = Backoff(self.settings.max_backoff, loop_name="claim")
+        idle_wait = self.settings.busy_poll
         while not self._stopping.is_set():
             free = self.settings.concurrency - self._busy
-            wait: float | None = self.settings.poll_interval
+            wait: float | None = None
             if free > 0:
                 try:
                     claimed = await self._claim(free)
                     backoff.failures = 0
                 except StoreError as error:
-                    claimed, wait = [], backoff.failed(error)
+                    claimed, idle_wait = [], backoff.failed(error)
                 for job in claimed:
                     self._launch(job)
-                if claimed and len(claimed) == free:
-                    wait = self.settings.busy_poll
-            else:
-                wait = None
+                if claimed:
+                    wait = idle_wait = self.settings.busy_poll
+                else:
+                    wait, idle_wait = idle_wait, min(self.settings.poll_interval, idle_wait * 2)
             self._wake.clear()
             if self._stopping.is_set():
                 return
