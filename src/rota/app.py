@@ -459,9 +459,11 @@ class Rota:
         if scheduler is not None:
             await scheduler.stop()
         await worker.stop(grace)
-        for pool in (self._task_threads, self._db_threads):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        if self._task_threads is not None:
+            self._task_threads.shutdown(wait=False, cancel_futures=True)
+        if self._db_threads is not None:
+            # A cancelled loop's last query may still run; let it return its connection.
+            await asyncio.to_thread(self._db_threads.shutdown, True)
         self._task_threads = self._db_threads = None
 
     async def __aenter__(self) -> Rota:
