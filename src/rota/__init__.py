@@ -7,6 +7,7 @@ from rota.context import JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
 from rota.core.model import AttemptError, DrainResult, Job, JobState, JobStatus
+from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailable",
     "DrainResult",
+    "Enqueue",
     "ExecutionFailed",
     "InvalidArguments",
     "InvalidCron",

@@ -8,7 +8,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -33,6 +33,7 @@ from rota.core.model import (
     ScheduleStats,
 )
 from rota.core.transitions import manual_retry
+from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
@@ -276,51 +277,59 @@ class Rota:
         Arguments are checked to be JSON-serialisable here, never later.  With ``connection``
         the job is written in that caller's transaction and exists only if it commits.
         """
-        if unique_key is not None:
-            raise ConfigError("unique_key is not available in this version")
-        job = self._new_job(task, positional, keyword, args, kwargs, delay, run_at, priority, queue)
+        request = Enqueue(
+            task,
+            *positional,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            queue=queue,
+            unique_key=unique_key,
+            args=args,
+            kwargs=kwargs,
+            **keyword,
+        )
+        return self.queue_many([request], connection=connection)[0]
+
+    def queue_many(
+        self, requests: Iterable[Enqueue], *, connection: Connection | None = None
+    ) -> list[int]:
+        """Persist many jobs at once, all or none; return their ids in the order given.
+
+        Every request is validated before anything is written; rows go in multi-row INSERTs
+        of up to 1,000 (one round trip each) inside one transaction.
+        """
+        jobs = [self._new_job(request) for request in requests]
+        if not jobs:
+            return []
         now = self.clock.now()
         if connection is not None:
             self._ensure_ready()
-            (job_id,) = self.store.enqueue([job], now, connection=connection)
+            ids = self.store.enqueue(jobs, now, connection=connection)
         else:
-            (job_id,) = self._with_schema(lambda: self.store.enqueue([job], now))
+            ids = self._with_schema(lambda: self.store.enqueue(jobs, now))
         self._wake_worker()
-        return job_id
+        return ids
 
     async def aqueue(self, task: str | Handler, /, *positional: Any, **options: Any) -> int:
         """``queue`` for async code: the database round trip runs in a thread."""
         call = functools.partial(self.queue, task, *positional, **options)
         return await asyncio.to_thread(call)
 
-    def _new_job(
-        self,
-        task: str | Handler,
-        positional: tuple[Any, ...],
-        keyword: dict[str, Any],
-        args: Sequence[Any] | None,
-        kwargs: Mapping[str, Any] | None,
-        delay: float | timedelta | None,
-        run_at: datetime | None,
-        priority: int | None,
-        queue: str | None,
-    ) -> NewJob:
-        if (args is not None and positional) or (kwargs is not None and keyword):
-            raise InvalidArguments("pass arguments either directly or with args=/kwargs=, not both")
-        name, definition, task_queue = self._resolve(task)
+    def _new_job(self, request: Enqueue) -> NewJob:
+        if request.unique_key is not None:
+            raise ConfigError("unique_key is not available in this version")
+        name, definition, task_queue = self._resolve(request.task)
         encoded = payload.encode(
-            positional if args is None else tuple(args),
-            keyword if kwargs is None else dict(kwargs),
-            max_bytes=self.config.max_payload_bytes,
+            request.args, request.kwargs, max_bytes=self.config.max_payload_bytes
         )
+        default_priority = definition.priority if definition else 0
         return NewJob(
             task=name,
             payload=encoded,
-            run_at=self._run_at(delay, run_at),
-            queue=queue or task_queue,
-            priority=priority
-            if priority is not None
-            else (definition.priority if definition else 0),
+            run_at=self._run_at(request.delay, request.run_at),
+            queue=request.queue or task_queue,
+            priority=default_priority if request.priority is None else request.priority,
             max_attempts=definition.policy.max_attempts if definition else None,
         )
 

@@ -5,8 +5,8 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
 * ``SELECT ... FOR UPDATE SKIP LOCKED``: MySQL 8.0.1+, MariaDB 10.6+; older servers are refused.
 * ``RETURNING``: MariaDB has ``INSERT/DELETE ... RETURNING`` but MySQL has none, and neither has
   ``UPDATE ... RETURNING``; rota never uses it on either and reads ids from ``lastrowid``.
-* A multi-row ``INSERT`` gets consecutive auto-increment ids on both with any
-  ``innodb_autoinc_lock_mode``, because the row count is known up front ("simple insert").
+* A multi-row ``INSERT ... VALUES`` is a "simple insert": InnoDB reserves its ids in one step,
+  ``auto_increment_increment`` apart, so ids are read as ``lastrowid`` plus that step.
 * Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
 * Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
   (idle timeout) on MySQL 8.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from rota.store.dialects import Dialect, normalise_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 LOCK_NAME = "rota_migrate"
+_IN_PROCESS = threading.Lock()
 
 
 def _config(prefix: str) -> Config:
@@ -42,8 +44,11 @@ def current_revision(engine: Engine, prefix: str) -> str | None:
 
 
 def upgrade(engine: Engine, dialect: Dialect, prefix: str) -> None:
-    """Bring the schema to the newest revision; safe when several processes start together."""
-    with engine.connect() as connection, _migration_lock(connection, dialect):
+    """Bring the schema to the newest revision; safe when several processes start together.
+
+    Alembic keeps its running context in a module global, so threads of one process take turns.
+    """
+    with _IN_PROCESS, engine.connect() as connection, _migration_lock(connection, dialect):
         config = _config(prefix)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

@@ -53,8 +53,14 @@ class SqlStore:
                 ids.extend(sorted(result.scalars()))
             else:
                 first = connection.execute(insert(table).values(chunk)).lastrowid
-                ids.extend(range(first, first + len(chunk)))
+                step = self._id_step(connection) if len(chunk) > 1 else 1
+                ids.extend(range(first, first + len(chunk) * step, step))
         return ids
+
+    @staticmethod
+    def _id_step(connection: Connection) -> int:
+        """MySQL's id increment (above 1 on Galera and other multi-primary set-ups)."""
+        return int(connection.exec_driver_sql("SELECT @@auto_increment_increment").scalar_one())
 
     @staticmethod
     def _job_values(job: NewJob, now: datetime) -> dict[str, Any]:
