@@ -299,7 +299,8 @@ class Rota:
         Every request is validated before anything is written; rows go in multi-row INSERTs
         of up to 1,000 (one round trip each) inside one transaction.
         """
-        jobs = [self._new_job(request) for request in requests]
+        resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]] = {}
+        jobs = [self._new_job(request, resolved) for request in requests]
         if not jobs:
             return []
         now = self.clock.now()
@@ -316,10 +317,16 @@ class Rota:
         call = functools.partial(self.queue, task, *positional, **options)
         return await asyncio.to_thread(call)
 
-    def _new_job(self, request: Enqueue) -> NewJob:
+    def _new_job(
+        self,
+        request: Enqueue,
+        resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]],
+    ) -> NewJob:
         if request.unique_key is not None:
             raise ConfigError("unique_key is not available in this version")
-        name, definition, task_queue = self._resolve(request.task)
+        if request.task not in resolved:
+            resolved[request.task] = self._resolve(request.task)
+        name, definition, task_queue = resolved[request.task]
         encoded = payload.encode(
             request.args, request.kwargs, max_bytes=self.config.max_payload_bytes
         )
