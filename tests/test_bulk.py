@@ -54,3 +54,12 @@ def test_concurrent_bulk_inserts_get_their_own_ids(make_rota: Callable[..., Rota
         assert len(set(ids)) == 1_500
         sample = [producers[0].job(job_id).args for job_id in ids[::250]]
         assert sample == [(index, n) for n in range(0, 1_500, 250)]
+
+
+def test_large_arguments_split_bulk_inserts_without_mixing_ids(rota: Rota) -> None:
+    @rota.task
+    def big(ctx: JobContext, n: int, blob: str) -> None: ...
+
+    blob = "é" * 60_000
+    ids = rota.queue_many([Enqueue(big, n, blob) for n in range(30)])
+    assert [rota.job(job_id).args[0] for job_id in ids] == list(range(30))

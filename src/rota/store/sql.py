@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -20,6 +20,8 @@ from rota.store.schema import Schema, build_schema
 
 T = TypeVar("T")
 INSERT_CHUNK = 1000
+STATEMENT_BYTES = 500_000
+ROW_OVERHEAD_BYTES = 1_000
 RUNNING = JobState.RUNNING.value
 
 
@@ -44,17 +46,20 @@ class SqlStore:
         return self._transaction(lambda conn: self._insert(conn, rows))
 
     def _insert(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """Multi-row INSERTs (SQLAlchemy batches an executemany into them), ids in order."""
         table = self.schema.jobs
+        if self.dialect.returning:
+            statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+            return list(connection.execute(statement, rows).scalars())
         ids: list[int] = []
-        for start in range(0, len(rows), INSERT_CHUNK):
-            chunk = rows[start : start + INSERT_CHUNK]
-            if self.dialect.returning:
-                result = connection.execute(insert(table).values(chunk).returning(table.c.id))
-                ids.extend(sorted(result.scalars()))
-            else:
-                first = connection.execute(insert(table).values(chunk)).lastrowid
-                step = self._id_step(connection) if len(chunk) > 1 else 1
-                ids.extend(range(first, first + len(chunk) * step, step))
+        step = self._id_step(connection) if len(rows) > 1 else 1
+        for chunk in _statement_sized(rows):
+            if len(chunk) == 1:
+                ids.append(connection.execute(insert(table), chunk[0]).lastrowid)
+                continue
+            connection.execute(insert(table), chunk)
+            first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
+            ids.extend(range(first, first + len(chunk) * step, step))
         return ids
 
     @staticmethod
@@ -329,6 +334,25 @@ def _to_worker(row: Row[Any]) -> WorkerInfo:
         started_at=row.started_at,
         heartbeat_at=row.heartbeat_at,
     )
+
+
+def _statement_sized(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Chunks that the MySQL driver sends as one INSERT statement each.
+
+    ``LAST_INSERT_ID()`` names the first id of the last statement only, so no chunk may be
+    split by the driver's statement-size limit (PyMySQL: 1,024,000 bytes).
+    """
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        row_size = len(row["payload"]) * 4 + ROW_OVERHEAD_BYTES  # UTF-8 and escaping, at worst
+        if chunk and (len(chunk) == INSERT_CHUNK or size + row_size > STATEMENT_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(row)
+        size += row_size
+    if chunk:
+        yield chunk
 
 
 def _errors_json(errors: Sequence[AttemptError]) -> str:

@@ -1,0 +1,26 @@
+"""The service the throughput and latency benchmarks run under ``rota worker``: two tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from rota import JobContext, Rota
+
+app = Rota(
+    os.environ.get("BENCH_URL", "sqlite:///bench.db"),
+    table_prefix=os.environ.get("BENCH_PREFIX", "bench_"),
+    concurrency=int(os.environ.get("BENCH_CONCURRENCY", "50")),
+    poll_interval=float(os.environ.get("BENCH_POLL", "1.0")),
+)
+
+
+@app.task(retries=0)
+async def noop(ctx: JobContext) -> None:
+    """No work at all: what is measured is rota's own cost per job."""
+
+
+@app.task(retries=0)
+async def sleep10(ctx: JobContext) -> None:
+    """I/O-bound work: 10 ms of waiting, which concurrency should overlap."""
+    await asyncio.sleep(0.01)
