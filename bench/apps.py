@@ -11,7 +11,7 @@ app = Rota(
     os.environ.get("BENCH_URL", "sqlite:///bench.db"),
     table_prefix=os.environ.get("BENCH_PREFIX", "bench_"),
     concurrency=int(os.environ.get("BENCH_CONCURRENCY", "50")),
-    poll_interval=float(os.environ.get("BENCH_POLL", "1.0")),
+    poll_interval=float(os.environ.get("BENCH_POLL", "0.5")),
 )
 
 

@@ -64,7 +64,7 @@ def fresh(config: Config, backend: str) -> Iterator[tuple[Rota, str, str]]:
 
 @contextmanager
 def workers(
-    url: str, prefix: str, count: int, concurrency: int, poll: float = 1.0
+    url: str, prefix: str, count: int, concurrency: int, poll: float = 0.5
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     env = {
         **os.environ,

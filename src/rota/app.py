@@ -85,7 +85,7 @@ class Rota:
         logger: logging.Logger | None = None,
         table_prefix: str = "rota_",
         auto_migrate: bool = True,
-        poll_interval: float = 1.0,
+        poll_interval: float = 0.5,
         lease_seconds: float = 30.0,
         connect_timeout: float = 30.0,
         misfire_grace: float = 60.0,

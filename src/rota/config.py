@@ -20,7 +20,7 @@ class RotaConfig:
     misfire_grace: float = 60.0
     table_prefix: str = "rota_"
     auto_migrate: bool = True
-    poll_interval: float = 1.0
+    poll_interval: float = 0.5
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
     max_payload_bytes: int = 1024 * 1024

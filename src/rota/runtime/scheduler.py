@@ -33,7 +33,7 @@ class SchedulerSettings:
     misfire_grace: float = 60.0
     catchup_missed: bool = False
     max_missed_runs: int = 1
-    poll_interval: float = 1.0
+    poll_interval: float = 0.5
     batch: int = 100
 
 

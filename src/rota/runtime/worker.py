@@ -34,7 +34,7 @@ logger = logging.getLogger("rota.worker")
 class WorkerSettings:
     queues: tuple[str, ...]
     concurrency: int = 5
-    poll_interval: float = 1.0
+    poll_interval: float = 0.5
     lease_seconds: float = 30.0
     busy_poll: float = 0.05
     rescue_batch: int = 100
