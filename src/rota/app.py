@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import logging
 import signal
 import threading
@@ -45,6 +46,7 @@ from rota.errors import (
 from rota.observe.events import EventLog
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
+from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.scheduler import (
     Scheduler,
     SchedulerSettings,
@@ -52,7 +54,7 @@ from rota.runtime.scheduler import (
     fire_due,
     sync_code_schedules,
 )
-from rota.runtime.worker import Worker, WorkerSettings
+from rota.runtime.worker import Pool, Worker, WorkerSettings
 from rota.status import job_status, schedule_status
 from rota.store import migrate
 from rota.store.dialects import check_server, create_engine, describe_url
@@ -90,6 +92,9 @@ class Rota:
         connect_timeout: float = 30.0,
         misfire_grace: float = 60.0,
         max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES,
+        queues: Mapping[str, int] | None = None,
+        succeeded_retention: timedelta = timedelta(days=7),
+        failed_retention: timedelta = timedelta(days=30),
     ) -> None:
         self.config = RotaConfig(
             url=url or default_url(),
@@ -103,6 +108,9 @@ class Rota:
             lease_seconds=lease_seconds,
             connect_timeout=connect_timeout,
             max_payload_bytes=max_payload_bytes,
+            queues=dict(queues) if queues is not None else None,
+            succeeded_retention=succeeded_retention,
+            failed_retention=failed_retention,
         )
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(logger)
@@ -137,6 +145,7 @@ class Rota:
         timeout: float | None = None,
         queue: str = DEFAULT_QUEUE,
         priority: int = 0,
+        unique: bool = False,
     ) -> Callable[[F], F]: ...
 
     def task(
@@ -153,6 +162,7 @@ class Rota:
         timeout: float | None = None,
         queue: str = DEFAULT_QUEUE,
         priority: int = 0,
+        unique: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a task, under its ``__name__`` unless ``name=`` is given.
 
@@ -172,6 +182,7 @@ class Rota:
                 timeout=timeout,
                 queue=queue,
                 priority=priority,
+                unique=unique,
             )
             self.define_task(definition)
             return function
@@ -322,8 +333,6 @@ class Rota:
         request: Enqueue,
         resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]],
     ) -> NewJob:
-        if request.unique_key is not None:
-            raise ConfigError("unique_key is not available in this version")
         if request.task not in resolved:
             resolved[request.task] = self._resolve(request.task)
         name, definition, task_queue = resolved[request.task]
@@ -331,6 +340,11 @@ class Rota:
             request.args, request.kwargs, max_bytes=self.config.max_payload_bytes
         )
         default_priority = definition.priority if definition else 0
+        unique_key = request.unique_key
+        if unique_key is None and definition is not None and definition.unique:
+            unique_key = f"{name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
+        if unique_key is not None and not 0 < len(unique_key) <= 255:
+            raise InvalidArguments(f"unique_key must be 1 to 255 characters: {unique_key!r}")
         return NewJob(
             task=name,
             payload=encoded,
@@ -338,6 +352,7 @@ class Rota:
             queue=request.queue or task_queue,
             priority=default_priority if request.priority is None else request.priority,
             max_attempts=definition.policy.max_attempts if definition else None,
+            unique_key=unique_key,
         )
 
     def _resolve(self, task: str | Handler) -> tuple[str, TaskDefinition | None, str]:
@@ -422,6 +437,32 @@ class Rota:
         self._wake_worker()
         return applied
 
+    def prune(self) -> int:
+        """Delete finished jobs older than their retention now, in small batches; the count."""
+        return self._with_schema(
+            lambda: prune_finished(self.store, self._retention(), self.clock.now())
+        )
+
+    def run_now(self, schedule_id: str) -> int:
+        """Enqueue one job of the schedule at once; its cron ticks carry on as before."""
+        schedule = self._with_schema(lambda: self.store.schedules.get(schedule_id))
+        if schedule is None:
+            raise ScheduleNotFound(f"schedule {schedule_id!r} does not exist")
+        definition = self.registry.find(schedule.spec.task)
+        now = self.clock.now()
+        job = NewJob(
+            task=schedule.spec.task,
+            payload=schedule.spec.payload,
+            run_at=now,
+            queue=schedule.spec.queue,
+            priority=schedule.spec.priority,
+            max_attempts=definition.policy.max_attempts if definition else None,
+            schedule=schedule.name,
+        )
+        (job_id,) = self.store.enqueue([job], now)
+        self._wake_worker()
+        return job_id
+
     def jobs(self) -> list[JobStatus]:
         """A status per schedule (disabled ones aside), then per pending or running job."""
         schedules = self._with_schema(
@@ -444,14 +485,14 @@ class Rota:
         await asyncio.to_thread(self._ensure_ready)
         await asyncio.to_thread(self._sync_schedules)
         self._loop = asyncio.get_running_loop()
-        self._task_threads = ThreadPoolExecutor(self.config.concurrency, "rota-task")
-        self._db_threads = ThreadPoolExecutor(3, "rota-db")
         settings = WorkerSettings(
-            queues=tuple(self.registry.queues()),
-            concurrency=self.config.concurrency,
+            pools=self._pools(),
             poll_interval=self.config.poll_interval,
             lease_seconds=self.config.lease_seconds,
+            retention=self._retention(),
         )
+        self._task_threads = ThreadPoolExecutor(settings.concurrency, "rota-task")
+        self._db_threads = ThreadPoolExecutor(3, "rota-db")
         worker = Worker(self.store, self._executor(), settings, self.events, self._db_call)
         await worker.start()
         self._worker = worker
@@ -543,6 +584,21 @@ class Rota:
             threads.shutdown(wait=False)
 
     # -- plumbing ----------------------------------------------------------------------------
+
+    def _pools(self) -> tuple[Pool, ...]:
+        """A pool per queue given a limit in ``queues=``, one shared pool for the others."""
+        limits = self.config.queues or {}
+        served = self.config.worker_queues or (
+            tuple(limits) if limits else tuple(self.registry.queues())
+        )
+        own = tuple(Pool((queue,), limits[queue]) for queue in served if queue in limits)
+        shared = tuple(queue for queue in served if queue not in limits)
+        return own + ((Pool(shared, self.config.concurrency),) if shared else ())
+
+    def _retention(self) -> Retention:
+        return Retention(
+            succeeded=self.config.succeeded_retention, failed=self.config.failed_retention
+        )
 
     def _scheduler_settings(self) -> SchedulerSettings:
         return SchedulerSettings(

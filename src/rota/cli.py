@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from dataclasses import replace
+from datetime import timedelta
 
 import click
 
@@ -77,6 +78,11 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
 @click.argument("app")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
 @click.option(
+    "--queues",
+    default=None,
+    help="Comma-separated queues this worker serves (default: every queue of its tasks).",
+)
+@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=30.0,
@@ -84,12 +90,17 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
     help="Seconds running jobs get to finish after SIGTERM before they return to pending.",
 )
 @click.option("--log-level", default="info", show_default=True)
-def worker(app: str, concurrency: int | None, grace: float, log_level: str) -> None:
+def worker(
+    app: str, concurrency: int | None, queues: str | None, grace: float, log_level: str
+) -> None:
     """Run a worker for the Rota instance APP (MODULE:ATTR) until SIGINT or SIGTERM."""
     configure_logging(log_level)
     rota = load_app(app)
     if concurrency is not None:
         rota.config = replace(rota.config, concurrency=concurrency)
+    if queues:
+        served = tuple(name.strip() for name in queues.split(",") if name.strip())
+        rota.config = replace(rota.config, worker_queues=served)
     try:
         rota.run(grace=grace)
     except RotaError as error:
@@ -112,3 +123,36 @@ def exit_despite_stuck_handlers() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+@main.command()
+@click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
+@click.option("--table-prefix", default="rota_", show_default=True)
+@click.option(
+    "--succeeded-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=7.0,
+    show_default=True,
+    help="Keep succeeded jobs this long.",
+)
+@click.option(
+    "--failed-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Keep failed and cancelled jobs this long.",
+)
+def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days: float) -> None:
+    """Delete finished jobs older than their retention, in small batches."""
+    rota = Rota(
+        url,
+        table_prefix=table_prefix,
+        succeeded_retention=timedelta(days=succeeded_days),
+        failed_retention=timedelta(days=failed_days),
+    )
+    try:
+        click.echo(f"pruned {rota.prune()} finished job(s)")
+    except RotaError as error:
+        raise click.ClickException(f"{error.code}: {error}") from error
+    finally:
+        rota.store.engine.dispose()

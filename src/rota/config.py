@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from rota.errors import ConfigError
 
@@ -24,6 +26,12 @@ class RotaConfig:
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
     max_payload_bytes: int = 1024 * 1024
+    queues: Mapping[str, int] | None = None
+    """Queues with a concurrency of their own; a worker then serves exactly these."""
+    worker_queues: tuple[str, ...] | None = None
+    """The queues this process's worker serves (``rota worker --queues``); default: all."""
+    succeeded_retention: timedelta = timedelta(days=7)
+    failed_retention: timedelta = timedelta(days=30)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -34,6 +42,14 @@ class RotaConfig:
             raise ConfigError("poll_interval and lease_seconds must be positive")
         if self.lease_seconds < 3 * self.poll_interval:
             raise ConfigError("lease_seconds must be at least three poll intervals")
+        for queue, limit in (self.queues or {}).items():
+            if not 0 < len(queue) <= 64 or limit < 1:
+                raise ConfigError(
+                    f"queue {queue!r} needs a name of 1 to 64 characters and a "
+                    f"concurrency of at least 1, got {limit!r}"
+                )
+        if self.succeeded_retention <= timedelta(0) or self.failed_retention <= timedelta(0):
+            raise ConfigError("retention periods must be positive")
         if not self.table_prefix.replace("_", "").isalnum() or len(self.table_prefix) > 20:
             raise ConfigError(
                 f"table_prefix must be up to 20 letters, digits or '_', got {self.table_prefix!r}"

@@ -32,6 +32,9 @@ class TaskDefinition:
     timeout: float | None = None
     queue: str = DEFAULT_QUEUE
     priority: int = 0
+    unique: bool = False
+    """Derive a unique key from the arguments: an identical job already waiting or running
+    is returned instead of a second one."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
 

@@ -73,6 +73,7 @@ class NewJob:
     max_attempts: int | None = None
     schedule: str | None = None
     scheduled_at: datetime | None = None
+    unique_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,7 @@ class Job:
     lease_owner: str | None = None
     lease_until: datetime | None = None
     cancel_requested: bool = False
+    unique_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

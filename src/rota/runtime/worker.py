@@ -23,6 +23,7 @@ from rota.core.transitions import Transition, lease_until, rescue
 from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
+from rota.runtime.maintenance import Retention, prune_if_leased
 from rota.store.base import Store
 
 T = TypeVar("T")
@@ -31,14 +32,31 @@ logger = logging.getLogger("rota.worker")
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
+class Pool:
+    """Queues that share ``limit`` concurrent jobs; a queue with its own limit is a pool."""
+
     queues: tuple[str, ...]
-    concurrency: int = 5
+    limit: int
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    pools: tuple[Pool, ...]
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
     busy_poll: float = 0.05
     rescue_batch: int = 100
+    prune_interval: float = 60.0
+    retention: Retention = field(default_factory=Retention)
     max_backoff: float = 30.0
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        return tuple(queue for pool in self.pools for queue in pool.queues)
+
+    @property
+    def concurrency(self) -> int:
+        return sum(pool.limit for pool in self.pools)
 
     @property
     def heartbeat_interval(self) -> float:
@@ -49,6 +67,7 @@ class WorkerSettings:
 class Running:
     job: Job
     interrupt: asyncio.Future[str]
+    pool: int
     task: asyncio.Task[None] | None = None
     """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
 
@@ -92,7 +111,7 @@ class Worker:
         self.clock = executor.clock
         self.id = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._running: dict[int, Running] = {}
-        self._busy = 0
+        self._busy = [0] * len(settings.pools)
         self._unreported: list[Transition] = []
         self._wake = asyncio.Event()
         self._report_wake = asyncio.Event()
@@ -136,6 +155,7 @@ class Worker:
         self._loops = [
             asyncio.create_task(self._heartbeating(), name="rota-heartbeat"),
             asyncio.create_task(self._rescuing(), name="rota-rescue"),
+            asyncio.create_task(self._pruning(), name="rota-prune"),
         ]
 
     async def stop(self, grace: float) -> None:
@@ -178,16 +198,23 @@ class Worker:
         backoff = Backoff(self.settings.max_backoff, loop_name="claim")
         idle_wait = self.settings.busy_poll
         while not self._stopping.is_set():
-            free = self.settings.concurrency - self._busy
             wait: float | None = None
-            if free > 0:
+            open_pools = [
+                (index, pool.limit - self._busy[index])
+                for index, pool in enumerate(self.settings.pools)
+                if self._busy[index] < pool.limit
+            ]
+            if open_pools:
+                claimed = 0
                 try:
-                    claimed = await self._claim(free)
+                    for index, free in open_pools:
+                        jobs = await self._claim(self.settings.pools[index].queues, free)
+                        for job in jobs:
+                            self._launch(job, index)
+                        claimed += len(jobs)
                     backoff.failures = 0
                 except StoreError as error:
-                    claimed, idle_wait = [], backoff.failed(error)
-                for job in claimed:
-                    self._launch(job)
+                    idle_wait = backoff.failed(error)
                 if claimed:
                     wait = idle_wait = self.settings.busy_poll
                 else:
@@ -198,18 +225,18 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 
-    async def _claim(self, limit: int) -> list[Job]:
+    async def _claim(self, queues: tuple[str, ...], limit: int) -> list[Job]:
         now = self.clock.now()
         until = lease_until(now, self.settings.lease_seconds)
         claimed: list[Job] = await self._db(
-            self.store.claim, self.id, self.settings.queues, self.tasks, limit, now, until
+            self.store.claim, self.id, queues, self.tasks, limit, now, until
         )
         return claimed
 
-    def _launch(self, job: Job) -> None:
-        run = Running(job, asyncio.get_running_loop().create_future())
+    def _launch(self, job: Job, pool: int) -> None:
+        run = Running(job, asyncio.get_running_loop().create_future(), pool)
         self._running[job.id] = run
-        self._busy += 1
+        self._busy[pool] += 1
         run.task = asyncio.create_task(self._execute(run), name=f"rota-job-{job.id}")
 
     async def _execute(self, run: Running) -> None:
@@ -231,8 +258,8 @@ class Worker:
         finally:
             if self._running.pop(run.job.id, None) is not None:
                 self._settled.set()
-            self._busy -= 1
-            if self._busy <= self.settings.concurrency // 2:
+            self._busy[run.pool] -= 1
+            if self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
                 self._wake.set()
 
     async def _reporting(self) -> None:
@@ -316,6 +343,28 @@ class Worker:
                 backoff.failures = 0
                 if rescued:
                     self._wake.set()
+            except StoreError as error:
+                delay = backoff.failed(error)
+            await asyncio.sleep(delay)
+
+    async def _pruning(self) -> None:
+        backoff = Backoff(self.settings.max_backoff, loop_name="prune")
+        interval = self.settings.prune_interval
+        while True:
+            delay = interval
+            try:
+                now = self.clock.now()
+                pruned = await self._db(
+                    prune_if_leased,
+                    self.store,
+                    self.id,
+                    self.settings.retention,
+                    now,
+                    timedelta(seconds=interval * 2),
+                )
+                if pruned:
+                    self.events.emit("jobs.pruned", count=pruned)
+                backoff.failures = 0
             except StoreError as error:
                 delay = backoff.failed(error)
             await asyncio.sleep(delay)

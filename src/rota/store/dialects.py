@@ -64,7 +64,8 @@ class Dialect:
         if self.name == "sqlite":
             return sqlite.insert(table).values(rows).on_conflict_do_nothing()
         statement = mysql.insert(table).values(rows)
-        return statement.on_duplicate_key_update(id=table.c.id)
+        key = next(iter(table.primary_key.columns))
+        return statement.on_duplicate_key_update({key.name: key})
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         if error.connection_invalidated:

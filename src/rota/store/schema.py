@@ -35,6 +35,7 @@ class Schema:
     jobs: Table
     workers: Table
     schedules: Table
+    leases: Table
 
 
 def build_schema(prefix: str = "rota_") -> Schema:
@@ -60,10 +61,12 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("errors", LongText, nullable=True),
         Column("schedule", String(255), nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
+        Column("unique_key", String(255), nullable=True),
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", "finished_at"),
         Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
+        Index(f"uq_{prefix}jobs_unique_key", "unique_key", unique=True),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
@@ -101,4 +104,12 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Index(f"ix_{prefix}schedules_due", "state", "next_run_at"),
         **MYSQL_TABLE_OPTIONS,
     )
-    return Schema(metadata=metadata, jobs=jobs, workers=workers, schedules=schedules)
+    leases = Table(
+        f"{prefix}leases",
+        metadata,
+        Column("name", String(64), primary_key=True),
+        Column("owner", String(64), nullable=False),
+        Column("until", UtcDateTime, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    return Schema(metadata=metadata, jobs=jobs, workers=workers, schedules=schedules, leases=leases)

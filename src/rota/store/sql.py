@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, and_, delete, insert, select, true, update
+from sqlalchemy import Row, Select, and_, delete, insert, or_, select, true, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -42,11 +42,33 @@ class SqlStore:
         rows = [self._job_values(job, now) for job in jobs]
         if connection is not None:
             with self.dialect.translate_errors():
-                return self._insert(connection, rows)
-        return self._transaction(lambda conn: self._insert(conn, rows))
+                return self._insert_all(connection, rows)
+        return self._transaction(lambda conn: self._insert_all(conn, rows))
+
+    def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
+        plain = [row for row in rows if row["unique_key"] is None]
+        ids = dict(zip((id(row) for row in plain), self._insert(connection, plain), strict=True))
+        for row in rows:
+            if row["unique_key"] is not None:
+                ids[id(row)] = self._insert_unique(connection, row)
+        return [ids[id(row)] for row in rows]
+
+    def _insert_unique(self, connection: Connection, row: dict[str, Any]) -> int:
+        """Insert unless a pending or running job holds the key; either way return its id.
+
+        The unique index decides under concurrency: a racing insert waits for the winner's
+        commit and then skips, so both callers read the same id.
+        """
+        table = self.schema.jobs
+        connection.execute(self.dialect.insert_ignoring_duplicates(table, [row]))
+        query = select(table.c.id).where(table.c.unique_key == row["unique_key"])
+        return int(connection.execute(query).scalar_one())
 
     def _insert(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
         """Multi-row INSERTs (SQLAlchemy batches an executemany into them), ids in order."""
+        if not rows:
+            return []
         table = self.schema.jobs
         if self.dialect.returning:
             statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
@@ -82,6 +104,7 @@ class SqlStore:
             "cancel_requested": False,
             "schedule": job.schedule,
             "scheduled_at": job.scheduled_at,
+            "unique_key": job.unique_key,
         }
 
     def claim_query(
@@ -172,18 +195,23 @@ class SqlStore:
         """Successes share one UPDATE; every other transition writes its own row."""
         jobs = self.schema.jobs
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
+        finished = {**released, "unique_key": None}
         applied = 0
         succeeded = [t.job_id for t in transitions if t.target is JobState.SUCCEEDED]
         if succeeded:
             applied += connection.execute(
                 update(jobs)
                 .where(jobs.c.id.in_(succeeded), guard)
-                .values(state=JobState.SUCCEEDED.value, finished_at=now, **released)
+                .values(state=JobState.SUCCEEDED.value, finished_at=now, **finished)
             ).rowcount
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
-            values: dict[str, Any] = {"state": t.target.value, "attempt": t.attempt, **released}
+            values: dict[str, Any] = {
+                "state": t.target.value,
+                "attempt": t.attempt,
+                **(finished if t.finishes else released),
+            }
             if t.finishes:
                 values["finished_at"] = t.at
             if t.run_at is not None:
@@ -260,7 +288,9 @@ class SqlStore:
         def work(connection: Connection) -> bool | None:
             pending = and_(jobs.c.id == job_id, jobs.c.state == JobState.PENDING.value)
             if connection.execute(
-                update(jobs).where(pending).values(state=JobState.CANCELLED.value, finished_at=now)
+                update(jobs)
+                .where(pending)
+                .values(state=JobState.CANCELLED.value, finished_at=now, unique_key=None)
             ).rowcount:
                 return True
             running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
@@ -287,6 +317,41 @@ class SqlStore:
             )
         )
         return bool(self._transaction(lambda conn: conn.execute(statement).rowcount))
+
+    def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
+        """Take or renew the named lease unless another owner holds it past ``now``."""
+        leases = self.schema.leases
+
+        def work(connection: Connection) -> bool:
+            free = or_(leases.c.until < now, leases.c.owner == owner)
+            statement = update(leases).where(leases.c.name == name, free)
+            if connection.execute(statement.values(owner=owner, until=until)).rowcount:
+                return True
+            row = {"name": name, "owner": owner, "until": until}
+            connection.execute(self.dialect.insert_ignoring_duplicates(leases, [row]))
+            holder = select(leases.c.owner).where(leases.c.name == name)
+            return bool(connection.execute(holder).scalar_one() == owner)
+
+        return self._transaction(work)
+
+    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` jobs in ``states`` that finished before ``before``, oldest
+        first, in one short transaction."""
+        jobs = self.schema.jobs
+        oldest = (
+            select(jobs.c.id)
+            .where(jobs.c.finished_at < before, jobs.c.state.in_([s.value for s in states]))
+            .order_by(jobs.c.finished_at)
+            .limit(limit)
+        )
+
+        def work(connection: Connection) -> int:
+            ids = list(connection.execute(oldest).scalars())
+            if ids:
+                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+            return len(ids)
+
+        return self._transaction(work)
 
     def register_worker(self, worker: WorkerInfo) -> None:
         workers = self.schema.workers
@@ -384,4 +449,5 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         lease_owner=data["lease_owner"],
         lease_until=data["lease_until"],
         cancel_requested=bool(data["cancel_requested"]),
+        unique_key=data["unique_key"],
     )

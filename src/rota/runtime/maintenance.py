@@ -1,0 +1,49 @@
+"""Housekeeping any worker may do: prune finished jobs past their retention, in small batches.
+
+Only the holder of the short ``prune`` lease prunes, so replicas take turns instead of
+deleting side by side; each batch is its own short transaction, so no lock is held for long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rota.core.model import JobState
+from rota.store.base import Store
+
+PRUNE_LEASE = "prune"
+
+
+@dataclass(frozen=True)
+class Retention:
+    succeeded: timedelta = timedelta(days=7)
+    failed: timedelta = timedelta(days=30)
+    """Also how long cancelled jobs are kept."""
+    batch: int = 500
+    max_batches: int = 200
+
+
+def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
+    """Delete jobs finished longer ago than their retention; return how many."""
+    pruned = 0
+    groups = (
+        ((JobState.SUCCEEDED,), retention.succeeded),
+        ((JobState.FAILED, JobState.CANCELLED), retention.failed),
+    )
+    for states, keep in groups:
+        for _ in range(retention.max_batches):
+            deleted = store.prune(states, now - keep, retention.batch)
+            pruned += deleted
+            if deleted < retention.batch:
+                break
+    return pruned
+
+
+def prune_if_leased(
+    store: Store, owner: str, retention: Retention, now: datetime, lease: timedelta
+) -> int | None:
+    """Prune when this owner holds (or takes) the prune lease; ``None`` when another does."""
+    if not store.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
+        return None
+    return prune_finished(store, retention, now)
