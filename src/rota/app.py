@@ -43,7 +43,7 @@ from rota.errors import (
     ScheduleNotFound,
     StoreError,
 )
-from rota.observe.events import EventLog
+from rota.observe.events import EventLog, Hook
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention, prune_finished
@@ -95,6 +95,7 @@ class Rota:
         queues: Mapping[str, int] | None = None,
         succeeded_retention: timedelta = timedelta(days=7),
         failed_retention: timedelta = timedelta(days=30),
+        log_format: str = "text",
     ) -> None:
         self.config = RotaConfig(
             url=url or default_url(),
@@ -113,7 +114,7 @@ class Rota:
             failed_retention=failed_retention,
         )
         self.clock: Clock = clock or SystemClock()
-        self.events = EventLog(logger)
+        self.events = EventLog(logger, log_format)
         engine, dialect = create_engine(self.config.url)
         self.store = SqlStore(engine, dialect, table_prefix)
         self.registry = TaskRegistry()
@@ -188,6 +189,16 @@ class Rota:
             return function
 
         return register(handler) if handler is not None else register
+
+    def on(self, event: str, hook: Hook) -> None:
+        """Call ``hook(event)`` (sync, or async on the worker's loop) at each such event.
+
+        Names are those of the execution log (``job.failed``, ``job.retrying``,
+        ``schedule.missed`` ...) or ``"*"`` for all; a hook that raises is logged and ignored.
+
+        >>> rota.on("job.failed", lambda event: alert(f"{event.task} failed: {event.error}"))
+        """
+        self.events.on(event, hook)
 
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
         """Register a task; with ``cron`` it also gets a schedule named after it at start."""
@@ -485,6 +496,7 @@ class Rota:
         await asyncio.to_thread(self._ensure_ready)
         await asyncio.to_thread(self._sync_schedules)
         self._loop = asyncio.get_running_loop()
+        self.events.bind(self._loop)
         settings = WorkerSettings(
             pools=self._pools(),
             poll_interval=self.config.poll_interval,
@@ -522,6 +534,7 @@ class Rota:
             # A cancelled loop's last query may still run; let it return its connection.
             await asyncio.to_thread(self._db_threads.shutdown, True)
         self._task_threads = self._db_threads = None
+        self.events.bind(None)
 
     async def __aenter__(self) -> Rota:
         await self.start()
@@ -564,6 +577,8 @@ class Rota:
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
         await asyncio.to_thread(self._ensure_ready)
+        if self._worker is None:
+            self.events.bind(asyncio.get_running_loop())
         await asyncio.to_thread(self._sync_schedules)
         await asyncio.to_thread(
             fire_due,

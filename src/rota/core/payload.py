@@ -19,18 +19,19 @@ def encode(
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> str:
     """Serialise arguments, raising ``InvalidArguments`` that names the offending one."""
-    for position, value in enumerate(args):
-        _check(value, f"positional argument {position}")
-    for name, value in kwargs.items():
+    for name in kwargs:
         if not isinstance(name, str):
             raise InvalidArguments(f"keyword argument names must be strings, got {name!r}")
-        _check(value, f"keyword argument {name!r}")
-    text = json.dumps(
-        {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)},
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    try:
+        text = json.dumps(
+            {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)},
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError) as exc:
+        _name_the_culprit(args, kwargs)
+        raise InvalidArguments(f"arguments are not JSON-serialisable: {exc}") from exc
     size = len(text.encode())
     if size > max_bytes:
         raise InvalidArguments(f"arguments are {size} bytes as JSON, over the {max_bytes} limit")
@@ -42,6 +43,13 @@ def decode(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
         raise InvalidArguments(f"unsupported job payload: {text[:80]!r}")
     return tuple(data["args"]), dict(data["kwargs"])
+
+
+def _name_the_culprit(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    for position, value in enumerate(args):
+        _check(value, f"positional argument {position}")
+    for name, value in kwargs.items():
+        _check(value, f"keyword argument {name!r}")
 
 
 def _check(value: Any, where: str) -> None:

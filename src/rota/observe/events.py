@@ -1,31 +1,122 @@
-"""The execution log: one structured ``logging`` record per lifecycle event.
+"""Lifecycle events: one structured ``logging`` record each, and the user hooks they call.
 
-Every record carries ``event`` plus the job fields in ``extra`` so handlers and formatters can
-read them as attributes; the message repeats them as ``key=value`` for plain-text logs.
+Every record carries ``event`` and the job fields as attributes (for structured handlers) and
+repeats them in its message, as ``key=value`` text or, with ``log_format="json"``, one JSON
+object.  Hooks registered with ``Rota.on`` receive an ``Event``; a hook that raises is logged
+and never reaches the worker.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 import logging
+import threading
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from rota.core.model import Job
+from rota.errors import ConfigError
 
 JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
+EVENTS = frozenset(
+    {
+        "worker.started",
+        "worker.stopping",
+        "worker.stopped",
+        "job.started",
+        "job.succeeded",
+        "job.failed",
+        "job.retrying",
+        "job.timed_out",
+        "job.cancelled",
+        "job.released",
+        "job.recovered",
+        "job.lost",
+        "job.scheduled",
+        "schedule.missed",
+        "schedule.disabled",
+        "schedule.invalid",
+        "jobs.pruned",
+    }
+)
+LOG_FORMATS = ("text", "json")
+hook_logger = logging.getLogger("rota.hooks")
+
+
+@dataclass(frozen=True)
+class Event:
+    """What a hook receives: the event's name, when it happened, and its fields."""
+
+    name: str
+    at: datetime
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def job_id(self) -> int | None:
+        return self.fields.get("job_id")
+
+    @property
+    def task(self) -> str | None:
+        return self.fields.get("task")
+
+    @property
+    def queue(self) -> str | None:
+        return self.fields.get("queue")
+
+    @property
+    def attempt(self) -> int | None:
+        return self.fields.get("attempt")
+
+    @property
+    def error(self) -> str | None:
+        return self.fields.get("error")
+
+
+Hook = Callable[[Event], "Awaitable[None] | None"]
 
 
 class EventLog:
-    def __init__(self, logger: logging.Logger | None = None) -> None:
+    def __init__(self, logger: logging.Logger | None = None, log_format: str = "text") -> None:
+        if log_format not in LOG_FORMATS:
+            raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {log_format!r}")
         self.logger = logger or logging.getLogger("rota.events")
+        self.log_format = log_format
+        self._hooks: dict[str, list[Hook]] = defaultdict(list)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[asyncio.Future[None]] = set()
+        self._lock = threading.Lock()
+
+    def on(self, name: str, hook: Hook) -> None:
+        """Call ``hook(event)`` for every event ``name`` (``"*"``: every event)."""
+        if name != "*" and name not in EVENTS:
+            raise ConfigError(f"unknown event {name!r}; known: {', '.join(sorted(EVENTS))}")
+        if not callable(hook):
+            raise ConfigError(f"hook {hook!r} is not callable")
+        with self._lock:
+            self._hooks[name].append(hook)
+
+    def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Where async hooks run when an event is emitted outside the event loop's thread."""
+        self._loop = loop
 
     def emit(self, event: str, level: int = logging.INFO, **fields: Any) -> None:
-        if not self.logger.isEnabledFor(level):
+        hooks = self._hooks.get(event, []) + self._hooks.get("*", [])
+        if not hooks and not self.logger.isEnabledFor(level):
             return
-        shown = " ".join(f"{key}={value}" for key, value in fields.items() if value is not None)
-        extra = {key: fields.get(key) for key in JOB_FIELDS}
-        extra.update(fields)
-        extra["event"] = event
-        self.logger.log(level, "%s %s", event, shown, extra=extra)
+        if self.logger.isEnabledFor(level):
+            extra = {key: fields.get(key) for key in JOB_FIELDS}
+            extra.update(fields)
+            extra["event"] = event
+            self.logger.log(level, "%s", self._message(event, fields), extra=extra)
+        if hooks:
+            happened = Event(event, datetime.now(timezone.utc), dict(fields))
+            for hook in hooks:
+                self._call(hook, happened)
 
     def job(self, event: str, job: Job, level: int = logging.INFO, **fields: Any) -> None:
         self.emit(
@@ -38,3 +129,39 @@ class EventLog:
             schedule=job.schedule,
             **fields,
         )
+
+    def _message(self, event: str, fields: Mapping[str, Any]) -> str:
+        shown = {key: value for key, value in fields.items() if value is not None}
+        if self.log_format == "json":
+            return json.dumps({"event": event, **shown}, default=str, ensure_ascii=False)
+        return " ".join([event, *(f"{key}={value}" for key, value in shown.items())])
+
+    def _call(self, hook: Hook, event: Event) -> None:
+        try:
+            result = hook(event)
+        except Exception:
+            hook_logger.exception("hook %r for %s raised", hook, event.name)
+            return
+        if inspect.isawaitable(result):
+            self._schedule(_guarded(hook, event, result))
+
+    def _schedule(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None:
+            task = running.create_task(work)
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+        elif self._loop is not None and self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(work, self._loop)
+        else:
+            asyncio.run(work)
+
+
+async def _guarded(hook: Hook, event: Event, result: Awaitable[None]) -> None:
+    try:
+        await result
+    except Exception:
+        hook_logger.exception("hook %r for %s raised", hook, event.name)

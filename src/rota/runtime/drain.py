@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from rota.core.model import DrainResult, JobState
 from rota.core.transitions import lease_until
 from rota.runtime.executor import Executor
+from rota.runtime.maintenance import rescue_expired
 from rota.store.base import Store
+
+RESCUE_BATCH = 1_000
 
 
 async def drain(
@@ -22,13 +25,16 @@ async def drain(
 ) -> DrainResult:
     """Claim and run batches of due jobs as a worker would, without its background loops.
 
-    A retry whose back-off ends after the clock's ``now`` is not due, so a test advances its
-    fake clock and drains again to see it run.
+    Jobs whose lease expired by the clock's ``now`` are rescued first.  A retry whose back-off
+    ends after ``now`` is not due, so a test advances its fake clock and drains again.
     """
     worker_id = f"drain:{uuid.uuid4().hex[:12]}"
     loop = asyncio.get_running_loop()
     outcomes: Counter[JobState] = Counter()
     tasks = executor.registry.names()
+    await asyncio.to_thread(
+        rescue_expired, store, executor, executor.events, executor.clock.now(), RESCUE_BATCH
+    )
     while True:
         now = executor.clock.now()
         until = lease_until(now, lease_seconds)

@@ -1,4 +1,7 @@
-"""Housekeeping any worker may do: prune finished jobs past their retention, in small batches.
+"""Housekeeping any worker may do: rescue jobs of dead workers; prune old finished jobs.
+
+A job whose lease expired goes back to ``pending`` (or ends when out of attempts) by whoever
+sees it first; the compare-and-set in the store makes a second rescuer change nothing.
 
 Only the holder of the short ``prune`` lease prunes, so replicas take turns instead of
 deleting side by side; each batch is its own short transaction, so no lock is held for long.
@@ -6,10 +9,14 @@ deleting side by side; each batch is its own short transaction, so no lock is he
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rota.core.model import JobState
+from rota.core.transitions import rescue
+from rota.observe.events import EventLog
+from rota.runtime.executor import Executor
 from rota.store.base import Store
 
 PRUNE_LEASE = "prune"
@@ -47,3 +54,25 @@ def prune_if_leased(
     if not store.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
         return None
     return prune_finished(store, retention, now)
+
+
+def rescue_expired(
+    store: Store, executor: Executor, events: EventLog, now: datetime, batch: int
+) -> int:
+    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts)."""
+    expired = store.expired_leases(now, batch)
+    if not expired:
+        return 0
+    transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
+    applied = store.rescue(transitions, now)
+    for job, transition in zip(expired, transitions, strict=True):
+        overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
+        events.job(
+            "job.recovered",
+            job,
+            logging.WARNING,
+            lease_owner=job.lease_owner,
+            to=transition.target.value,
+            lease_expired_for=round(overdue, 3),
+        )
+    return applied

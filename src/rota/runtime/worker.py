@@ -13,17 +13,17 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from rota.core.model import Job, WorkerInfo
-from rota.core.transitions import Transition, lease_until, rescue
+from rota.core.transitions import Transition, lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
-from rota.runtime.maintenance import Retention, prune_if_leased
+from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
 from rota.store.base import Store
 
 T = TypeVar("T")
@@ -337,8 +337,13 @@ class Worker:
         while True:
             delay = self.settings.poll_interval
             try:
-                rescued = await rescue_expired(
-                    self.store, self.executor, self.events, self._db, self.settings.rescue_batch
+                rescued = await self._db(
+                    rescue_expired,
+                    self.store,
+                    self.executor,
+                    self.events,
+                    self.clock.now(),
+                    self.settings.rescue_batch,
                 )
                 backoff.failures = 0
                 if rescued:
@@ -368,30 +373,3 @@ class Worker:
             except StoreError as error:
                 delay = backoff.failed(error)
             await asyncio.sleep(delay)
-
-
-async def rescue_expired(
-    store: Store,
-    executor: Executor,
-    events: EventLog,
-    db_call: Callable[..., Awaitable[Any]],
-    batch: int,
-) -> int:
-    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts)."""
-    now = executor.clock.now()
-    expired: Sequence[Job] = await db_call(store.expired_leases, now, batch)
-    if not expired:
-        return 0
-    transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
-    applied: int = await db_call(store.rescue, transitions, now)
-    for job, transition in zip(expired, transitions, strict=True):
-        overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
-        events.job(
-            "job.recovered",
-            job,
-            logging.WARNING,
-            lease_owner=job.lease_owner,
-            to=transition.target.value,
-            lease_expired_for=round(overdue, 3),
-        )
-    return applied

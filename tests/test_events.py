@@ -1,0 +1,139 @@
+"""The execution log's records and fields, its JSON form, and lifecycle hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from rota import JobContext, Rota, TaskDefinition
+from rota.core.transitions import lease_until
+from rota.errors import ConfigError
+from rota.observe.events import Event
+from rota.testing import FakeClock
+from tests.helpers import eventually
+
+JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
+
+
+def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == name]
+
+
+def test_every_lifecycle_event_is_one_structured_record(
+    make_rota: Callable[..., Rota], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    rota = make_rota(lease_seconds=30)
+    caplog.set_level(logging.INFO, logger="rota")
+
+    @rota.task(retries=1, retry_delay=5)
+    def flaky(ctx: JobContext) -> None:
+        raise ValueError(f"attempt {ctx.attempt}")
+
+    @rota.task(timeout=0.05, retries=0)
+    async def slow(ctx: JobContext) -> None:
+        await asyncio.sleep(5)
+
+    @rota.task(cron="* * * * *")
+    def minutely(ctx: JobContext) -> None: ...
+
+    @rota.task
+    def fine(ctx: JobContext) -> None: ...
+
+    rota.queue(flaky)
+    rota.queue(slow)
+    cancelled = rota.queue(fine, delay=60)
+    rota.cancel(cancelled)
+    lost = rota.queue(fine)
+    now = clock.now()
+    rota.store.claim("dead-worker", ["default"], ["fine"], 1, now, lease_until(now, 30))
+    rota.drain()
+    clock.advance(timedelta(minutes=3))
+    rota.drain()
+
+    started = records(caplog, "job.started")
+    assert {r.task for r in started} >= {"flaky", "slow", "minutely", "fine"}  # type: ignore[attr-defined]
+    (succeeded,) = [r for r in records(caplog, "job.succeeded") if r.task == "fine"]  # type: ignore[attr-defined]
+    assert succeeded.duration_ms >= 0  # type: ignore[attr-defined]
+    (retrying,) = records(caplog, "job.retrying")
+    assert 3.75 <= retrying.delay <= 5  # type: ignore[attr-defined]
+    (failed,) = [r for r in records(caplog, "job.failed") if r.task == "flaky"]  # type: ignore[attr-defined]
+    assert (failed.error_code, failed.error_type, failed.error) == (  # type: ignore[attr-defined]
+        "EXECUTION_FAILED",
+        "builtins.ValueError",
+        "attempt 2",
+    )
+    (timed_out,) = records(caplog, "job.timed_out")
+    assert timed_out.task == "slow"  # type: ignore[attr-defined]
+    (recovered,) = records(caplog, "job.recovered")
+    assert (recovered.job_id, recovered.lease_owner) == (lost, "dead-worker")  # type: ignore[attr-defined]
+    (missed,) = records(caplog, "schedule.missed")
+    assert (missed.schedule, missed.count) == ("minutely", 1)  # type: ignore[attr-defined]
+    scheduled = records(caplog, "job.scheduled")
+    assert [r.schedule for r in scheduled] == ["minutely", "minutely"]  # type: ignore[attr-defined]
+    for record in [*started, succeeded, retrying, failed, timed_out, recovered]:
+        assert record.name == "rota.events"
+        for key in JOB_FIELDS:
+            assert hasattr(record, key), (record.event, key)  # type: ignore[attr-defined]
+    assert retrying.levelno == logging.WARNING and failed.levelno == logging.ERROR
+
+
+def test_json_log_format(make_rota: Callable[..., Rota], caplog: pytest.LogCaptureFixture) -> None:
+    rota = make_rota(log_format="json")
+    caplog.set_level(logging.INFO, logger="rota.events")
+    rota.define_task(TaskDefinition(name="hello", handler=lambda: None))
+    job_id = rota.queue("hello")
+    rota.drain()
+    (record,) = records(caplog, "job.succeeded")
+    line = json.loads(record.getMessage())
+    assert (line["event"], line["job_id"], line["task"], line["attempt"]) == (
+        "job.succeeded",
+        job_id,
+        "hello",
+        1,
+    )
+    with pytest.raises(ConfigError):
+        make_rota(log_format="xml")
+
+
+def test_hooks_sync_and_async_and_a_raising_hook_breaks_nothing(
+    make_rota: Callable[..., Rota], caplog: pytest.LogCaptureFixture
+) -> None:
+    rota = make_rota()
+    seen: list[tuple[str, object]] = []
+    alerts: list[Event] = []
+
+    @rota.task(retries=0)
+    def charge(ctx: JobContext, amount: int) -> None:
+        if amount < 0:
+            raise ValueError("negative amount")
+
+    def broken(event: Event) -> None:
+        raise RuntimeError("hook bug")
+
+    async def alert(event: Event) -> None:
+        await asyncio.sleep(0)
+        alerts.append(event)
+
+    rota.on("job.failed", broken)
+    rota.on("job.failed", alert)
+    rota.on("*", lambda event: seen.append((event.name, event.job_id)))
+    bad = rota.queue(charge, -1)
+    good = rota.queue(charge, 5)
+
+    async def scenario() -> None:
+        async with rota:
+            await eventually(lambda: alerts and rota.job(good).state.value == "succeeded")
+
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert [(e.name, e.job_id, e.task, e.error) for e in alerts] == [
+        ("job.failed", bad, "charge", "negative amount")
+    ]
+    assert ("job.succeeded", good) in seen
+    assert "hook bug" in caplog.text
+    with pytest.raises(ConfigError, match="unknown event"):
+        rota.on("job.fialed", alert)
