@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -44,6 +45,7 @@ from rota.errors import (
     StoreError,
 )
 from rota.observe.events import EventLog, Hook
+from rota.observe.otel import load_telemetry
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention, prune_finished
@@ -96,6 +98,8 @@ class Rota:
         succeeded_retention: timedelta = timedelta(days=7),
         failed_retention: timedelta = timedelta(days=30),
         log_format: str = "text",
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> None:
         self.config = RotaConfig(
             url=url or default_url(),
@@ -115,6 +119,7 @@ class Rota:
         )
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(logger, log_format)
+        self.telemetry = load_telemetry(tracer_provider, meter_provider)
         engine, dialect = create_engine(self.config.url)
         self.store = SqlStore(engine, dialect, table_prefix)
         self.registry = TaskRegistry()
@@ -321,10 +326,21 @@ class Rota:
         Every request is validated before anything is written; rows go in multi-row INSERTs
         of up to 1,000 (one round trip each) inside one transaction.
         """
-        resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]] = {}
-        jobs = [self._new_job(request, resolved) for request in requests]
-        if not jobs:
+        requests = list(requests)
+        if not requests:
             return []
+        resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]] = {}
+        with self._enqueue_span(requests) as trace:
+            jobs = [self._new_job(request, resolved, trace) for request in requests]
+            return self._write(jobs, connection)
+
+    def _enqueue_span(self, requests: list[Enqueue]) -> AbstractContextManager[str | None]:
+        if self.telemetry is None:
+            return nullcontext(None)
+        names = [r.task if isinstance(r.task, str) else r.task.__name__ for r in requests]
+        return self.telemetry.enqueue(names)
+
+    def _write(self, jobs: list[NewJob], connection: Connection | None) -> list[int]:
         now = self.clock.now()
         if connection is not None:
             self._ensure_ready()
@@ -343,12 +359,13 @@ class Rota:
         self,
         request: Enqueue,
         resolved: dict[str | Handler, tuple[str, TaskDefinition | None, str]],
+        trace: str | None,
     ) -> NewJob:
         if request.task not in resolved:
             resolved[request.task] = self._resolve(request.task)
         name, definition, task_queue = resolved[request.task]
         encoded = payload.encode(
-            request.args, request.kwargs, max_bytes=self.config.max_payload_bytes
+            request.args, request.kwargs, max_bytes=self.config.max_payload_bytes, trace=trace
         )
         default_priority = definition.priority if definition else 0
         unique_key = request.unique_key
@@ -590,7 +607,9 @@ class Rota:
         )
         threads = ThreadPoolExecutor(self.config.concurrency, "rota-drain")
         try:
-            executor = Executor(self.registry, self.clock, self.events, threads)
+            executor = Executor(
+                self.registry, self.clock, self.events, threads, telemetry=self.telemetry
+            )
             queues = [queue] if queue else self.registry.queues()
             return await drain(
                 self.store, executor, queues, self.config.concurrency, self.config.lease_seconds
@@ -648,7 +667,9 @@ class Rota:
 
     def _executor(self) -> Executor:
         assert self._task_threads is not None
-        return Executor(self.registry, self.clock, self.events, self._task_threads)
+        return Executor(
+            self.registry, self.clock, self.events, self._task_threads, telemetry=self.telemetry
+        )
 
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()

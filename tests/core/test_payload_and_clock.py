@@ -23,7 +23,8 @@ json_values = st.recursive(
 
 @given(args=st.lists(json_values, max_size=4), kwargs=st.dictionaries(st.text(), json_values))
 def test_round_trip(args: list[object], kwargs: dict[str, object]) -> None:
-    assert payload.decode(payload.encode(args, kwargs)) == (tuple(args), kwargs)
+    decoded = payload.decode(payload.encode(args, kwargs, trace="00-abc-def-01"))
+    assert decoded == (tuple(args), kwargs, "00-abc-def-01")
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,7 @@ class Job:
     lease_until: datetime | None = None
     cancel_requested: bool = False
     unique_key: str | None = None
+    trace: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

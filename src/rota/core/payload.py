@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from rota.errors import InvalidArguments
 
@@ -12,19 +12,30 @@ PAYLOAD_VERSION = 1
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 
 
+class Arguments(NamedTuple):
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    trace: str | None = None
+    """W3C ``traceparent`` of the span that enqueued the job, when tracing is on."""
+
+
 def encode(
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
     *,
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    trace: str | None = None,
 ) -> str:
     """Serialise arguments, raising ``InvalidArguments`` that names the offending one."""
     for name in kwargs:
         if not isinstance(name, str):
             raise InvalidArguments(f"keyword argument names must be strings, got {name!r}")
     try:
+        data = {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)}
+        if trace:
+            data["trace"] = trace
         text = json.dumps(
-            {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)},
+            data,
             separators=(",", ":"),
             ensure_ascii=False,
             allow_nan=False,
@@ -38,11 +49,11 @@ def encode(
     return text
 
 
-def decode(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def decode(text: str) -> Arguments:
     data = json.loads(text)
     if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
         raise InvalidArguments(f"unsupported job payload: {text[:80]!r}")
-    return tuple(data["args"]), dict(data["kwargs"])
+    return Arguments(tuple(data["args"]), dict(data["kwargs"]), data.get("trace"))
 
 
 def _name_the_culprit(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
 from rota.errors import JobTimeout, RotaError, TaskNotRegistered
 from rota.observe.events import EventLog
+from rota.observe.otel import Telemetry
 from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
@@ -45,7 +46,9 @@ class Executor:
         events: EventLog,
         threads: ThreadPoolExecutor,
         rng: random.Random | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self.telemetry = telemetry
         self.registry = registry
         self.clock = clock
         self.events = events
@@ -58,11 +61,12 @@ class Executor:
 
     async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
         """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
+        span = self.telemetry.begin(job, self.clock.now()) if self.telemetry else None
         definition = self.registry.find(job.task)
         if definition is None:
             error = TaskNotRegistered(f"task {job.task!r} is not registered in this worker")
             outcome = Outcome(OutcomeKind.FAILED, self._error(job, error), retryable=False)
-            return Finished(self._decide(job, outcome, 0.0), None)
+            return Finished(self._decide(job, outcome, 0.0, span, error), None)
         ctx = JobContext(
             job_id=job.id,
             task=job.task,
@@ -82,17 +86,18 @@ class Executor:
         )
         duration = time.monotonic() - started
         if runner in done:
-            outcome = self._result(job, runner)
-            return Finished(self._decide(job, outcome, duration), None)
+            outcome, raised = self._result(job, runner)
+            return Finished(self._decide(job, outcome, duration, span, raised), None)
         ctx.cancelled.set()
         leftover = _cancel(runner, thread)
+        timeout: JobTimeout | None = None
         if interrupt in done:
             kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
             outcome = Outcome(kind)
         else:
             timeout = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
             outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timeout))
-        return Finished(self._decide(job, outcome, duration), leftover)
+        return Finished(self._decide(job, outcome, duration, span, timeout), leftover)
 
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
@@ -102,14 +107,16 @@ class Executor:
         thread = self.threads.submit(_guarded_sync, definition, ctx, job)
         return asyncio.wrap_future(thread), thread
 
-    def _result(self, job: Job, runner: asyncio.Future[Any]) -> Outcome:
+    def _result(
+        self, job: Job, runner: asyncio.Future[Any]
+    ) -> tuple[Outcome, BaseException | None]:
         if runner.cancelled():
             error = asyncio.CancelledError("the handler cancelled itself")
-            return Outcome(OutcomeKind.FAILED, self._error(job, error))
+            return Outcome(OutcomeKind.FAILED, self._error(job, error)), error
         exc = runner.exception()
         if exc is None:
-            return Outcome(OutcomeKind.SUCCEEDED)
-        return Outcome(OutcomeKind.FAILED, self._error(job, exc))
+            return Outcome(OutcomeKind.SUCCEEDED), None
+        return Outcome(OutcomeKind.FAILED, self._error(job, exc)), exc
 
     def _error(self, job: Job, exc: BaseException) -> AttemptError:
         shown = exc.__cause__ if isinstance(exc, HandlerExit) and exc.__cause__ else exc
@@ -124,9 +131,18 @@ class Executor:
             traceback=formatted[-MAX_TRACEBACK:],
         )
 
-    def _decide(self, job: Job, outcome: Outcome, duration: float) -> Transition:
+    def _decide(
+        self,
+        job: Job,
+        outcome: Outcome,
+        duration: float,
+        span: Any = None,
+        error: BaseException | None = None,
+    ) -> Transition:
         transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
         self._log(job, outcome, transition, round(duration * 1000, 3))
+        if self.telemetry is not None:
+            self.telemetry.end(span, job, outcome, transition, duration, error)
         return transition
 
     def _log(self, job: Job, outcome: Outcome, transition: Transition, duration_ms: float) -> None:

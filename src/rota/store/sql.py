@@ -427,7 +427,7 @@ def _errors_json(errors: Sequence[AttemptError]) -> str:
 def _to_job(row: Row[Any], **override: Any) -> Job:
     data = dict(row._mapping)
     data.update(override)
-    args, kwargs = payload.decode(data["payload"])
+    args, kwargs, trace = payload.decode(data["payload"])
     errors = tuple(AttemptError.from_json(item) for item in json.loads(data["errors"] or "[]"))
     return Job(
         id=data["id"],
@@ -450,4 +450,5 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         lease_until=data["lease_until"],
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
+        trace=trace,
     )

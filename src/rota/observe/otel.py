@@ -1,0 +1,115 @@
+"""OpenTelemetry: a span per attempt, linked to the span that enqueued the job, and metrics.
+
+Used only when the ``opentelemetry-api`` package is importable (extra ``rota[otel]``); without
+it ``load_telemetry`` returns ``None`` and rota makes no OpenTelemetry calls at all.  Without an
+SDK configured the API's no-op implementations make the calls cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from rota.core.model import Job
+from rota.core.transitions import Outcome, OutcomeKind, Transition
+
+TRACEPARENT = "traceparent"
+
+
+class Telemetry:
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        from opentelemetry import metrics, trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self._trace = trace
+        self._propagator = TraceContextTextMapPropagator()
+        self._tracer = trace.get_tracer("rota", tracer_provider=tracer_provider)
+        meter = metrics.get_meter("rota", meter_provider=meter_provider)
+        self._counters = {
+            name: meter.create_counter(f"rota.jobs.{name}", unit="{job}")
+            for name in ("started", "succeeded", "failed", "retried")
+        }
+        self._duration = meter.create_histogram("rota.job.duration", unit="s")
+        self._queue_wait = meter.create_histogram("rota.job.queue_wait", unit="s")
+
+    @contextmanager
+    def enqueue(self, tasks: Sequence[str]) -> Iterator[str | None]:
+        """A producer span around an enqueue; yields the trace context to store on the jobs."""
+        attributes: dict[str, Any] = {
+            "rota.jobs": len(tasks),
+            "rota.task": ",".join(sorted(set(tasks))),
+        }
+        with self._tracer.start_as_current_span(
+            "rota enqueue", kind=self._trace.SpanKind.PRODUCER, attributes=attributes
+        ):
+            carrier: dict[str, str] = {}
+            self._propagator.inject(carrier)
+            yield carrier.get(TRACEPARENT)
+
+    def begin(self, job: Job, now: datetime) -> Any:
+        """Start the consumer span of one attempt, linked to its enqueue span if known."""
+        links = []
+        if job.trace:
+            context = self._propagator.extract({TRACEPARENT: job.trace})
+            linked = self._trace.get_current_span(context).get_span_context()
+            if linked.is_valid:
+                links.append(self._trace.Link(linked))
+        attributes = _attributes(job)
+        self._counters["started"].add(1, {"rota.task": job.task, "rota.queue": job.queue})
+        self._queue_wait.record(
+            max(0.0, (now - job.run_at).total_seconds()), {"rota.task": job.task}
+        )
+        return self._tracer.start_span(
+            f"rota run {job.task}",
+            kind=self._trace.SpanKind.CONSUMER,
+            links=links,
+            attributes=attributes,
+        )
+
+    def end(
+        self,
+        span: Any,
+        job: Job,
+        outcome: Outcome,
+        transition: Transition,
+        duration: float,
+        error: BaseException | None,
+    ) -> None:
+        labels = {"rota.task": job.task, "rota.queue": job.queue}
+        span.set_attribute("rota.outcome", outcome.kind.value)
+        span.set_attribute("rota.next_state", transition.target.value)
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            self._counters["succeeded"].add(1, labels)
+        elif outcome.kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT):
+            retried = transition.target.value == "pending"
+            self._counters["retried" if retried else "failed"].add(1, labels)
+            if error is not None:
+                span.record_exception(error)
+            message = outcome.error.message if outcome.error else outcome.kind.value
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
+        self._duration.record(duration, {**labels, "rota.outcome": outcome.kind.value})
+        span.end()
+
+
+def _attributes(job: Job) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "rota.task": job.task,
+        "rota.job_id": job.id,
+        "rota.attempt": job.attempt,
+        "rota.queue": job.queue,
+        "messaging.system": "rota",
+        "messaging.operation": "process",
+    }
+    if job.schedule:
+        attributes["rota.schedule"] = job.schedule
+    return attributes
+
+
+def load_telemetry(tracer_provider: Any = None, meter_provider: Any = None) -> Telemetry | None:
+    """A ``Telemetry`` when the OpenTelemetry API is installed, else ``None``."""
+    try:
+        return Telemetry(tracer_provider, meter_provider)
+    except ImportError:
+        return None

@@ -1,0 +1,84 @@
+"""OpenTelemetry: one span per attempt linked to its enqueue span, counters and histograms."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from rota import JobContext, Rota
+from rota.observe import otel
+from rota.testing import FakeClock
+
+
+def test_spans_and_metrics(make_rota: Callable[..., Rota], clock: FakeClock) -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    rota = make_rota(
+        tracer_provider=tracer_provider, meter_provider=MeterProvider(metric_readers=[reader])
+    )
+
+    @rota.task(retries=1, retry_delay=1)
+    def charge(ctx: JobContext, amount: int) -> None:
+        if ctx.attempt == 1:
+            raise ValueError("card declined")
+
+    job_id = rota.queue(charge, 5, delay=2)
+    clock.advance(3)
+    rota.drain()
+    clock.advance(5)
+    rota.drain()
+
+    spans = exporter.get_finished_spans()
+    (enqueue,) = [s for s in spans if s.name == "rota enqueue"]
+    runs = [s for s in spans if s.name == "rota run charge"]
+    assert enqueue.kind is SpanKind.PRODUCER
+    assert [s.attributes["rota.attempt"] for s in runs] == [1, 2]
+    for span in runs:
+        assert span.kind is SpanKind.CONSUMER
+        assert span.attributes["rota.job_id"] == job_id
+        assert span.attributes["rota.task"] == "charge"
+        assert [link.context.span_id for link in span.links] == [enqueue.context.span_id]
+    failed, succeeded = runs
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["rota.outcome"] == "failed"
+    assert [event.name for event in failed.events] == ["exception"]
+    assert succeeded.attributes["rota.outcome"] == "succeeded"
+
+    data = reader.get_metrics_data()
+    points = {
+        metric.name: metric.data.data_points
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    total = {name: sum(p.value for p in points[name]) for name in points if "jobs" in name}
+    assert total == {"rota.jobs.started": 2, "rota.jobs.retried": 1, "rota.jobs.succeeded": 1}
+    assert sum(p.count for p in points["rota.job.duration"]) == 2
+    (wait,) = points["rota.job.queue_wait"]
+    assert wait.count == 2
+    assert 5.0 <= wait.sum <= 5.25, "1 s for the first attempt, 4 to 4.25 s for the retry"
+
+
+def test_without_opentelemetry_rota_makes_no_calls(
+    make_rota: Callable[..., Rota], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    assert otel.load_telemetry() is None
+    rota = make_rota()
+    assert rota.telemetry is None
+
+    @rota.task
+    def noop(ctx: JobContext) -> None: ...
+
+    rota.queue(noop)
+    assert rota.drain().succeeded == 1
