@@ -26,7 +26,7 @@ from bench.report import chart, ratios, table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROCESSES = (1, 2, 4)
-CONCURRENCY = (10, 50)
+CONCURRENCY = (10, 50, 200)
 
 
 def rota_scenarios(config: Config, backend: str) -> list[Callable[[], list[Result]]]:
