@@ -21,15 +21,20 @@ STOP_TIMEOUT = 30.0
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_jobs_and_stops_gracefully(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "examples.demo"], ["-m", "rota", "demo"]],
+    ids=["python-m-examples.demo", "rota-demo"],
+)
+def test_demo_runs_jobs_and_stops_gracefully(tmp_path: Path, command: list[str]) -> None:
     env = {
         **os.environ,
         "DEMO_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
         "PYTHONUNBUFFERED": "1",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "examples.demo"],
-        cwd=ROOT,
+        [sys.executable, *command],
+        cwd=tmp_path if "rota" in command else ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -137,3 +137,29 @@ def test_hooks_sync_and_async_and_a_raising_hook_breaks_nothing(
     assert "hook bug" in caplog.text
     with pytest.raises(ConfigError, match="unknown event"):
         rota.on("job.fialed", alert)
+
+
+def test_json_lines_formatter_for_the_command_line() -> None:
+    from rota.observe.logs import JsonLines
+
+    records: list[logging.LogRecord] = []
+    logger = logging.getLogger("rota.test.jsonlines")
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        from rota.observe.events import EventLog
+
+        EventLog(logger).emit("job.succeeded", job_id=7, task="t", duration_ms=1.5)
+        logger.warning("plain %s", "message")
+    finally:
+        logger.removeHandler(handler)
+    event, plain = (json.loads(JsonLines().format(record)) for record in records)
+    assert (event["event"], event["job_id"], event["task"], event["level"]) == (
+        "job.succeeded",
+        7,
+        "t",
+        "info",
+    )
+    assert (plain["message"], plain["logger"]) == ("plain message", "rota.test.jsonlines")

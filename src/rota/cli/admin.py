@@ -1,4 +1,4 @@
-"""The ``rota`` command: thin wrappers over the ``Rota`` façade."""
+"""``rota migrate``, ``rota worker`` and ``rota prune``: setting up and running rota."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import sys
 import threading
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import click
 
 from rota.app import Rota
 from rota.config import default_url
 from rota.errors import RotaError
+from rota.observe.logs import JsonLines
+from rota.runtime.supervisor import supervise
 from rota.store import migrate as migrations
 from rota.store.dialects import create_engine
 
@@ -35,23 +38,18 @@ def load_app(target: str) -> Rota:
     return app
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def configure_logging(level: str, log_format: str = "text") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonLines())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
     if level.upper() != "DEBUG":
         logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
-@click.group()
-@click.version_option(package_name="rota")
-def main() -> None:
-    """Durable background jobs and cron on MySQL/MariaDB, PostgreSQL or SQLite."""
-
-
-@main.command()
+@click.command()
 @click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
 @click.option("--table-prefix", default="rota_", show_default=True)
 @click.option("--sql", "as_sql", is_flag=True, help="Print the DDL instead of applying it.")
@@ -74,7 +72,7 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
         raise click.ClickException(f"{error.code}: {error}") from error
 
 
-@main.command()
+@click.command()
 @click.argument("app")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
 @click.option(
@@ -89,13 +87,53 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
     show_default=True,
     help="Seconds running jobs get to finish after SIGTERM before they return to pending.",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run this many worker processes, replacing any that dies.",
+)
 @click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="json: one JSON object per log line (default: the app's log_format, else text).",
+)
 def worker(
-    app: str, concurrency: int | None, queues: str | None, grace: float, log_level: str
+    app: str,
+    concurrency: int | None,
+    queues: str | None,
+    grace: float,
+    processes: int,
+    log_level: str,
+    log_format: str | None,
 ) -> None:
     """Run a worker for the Rota instance APP (MODULE:ATTR) until SIGINT or SIGTERM."""
-    configure_logging(log_level)
+    configure_logging(log_level, log_format or "text")
+    if processes > 1:
+        child = [
+            sys.executable,
+            "-m",
+            "rota",
+            "worker",
+            app,
+            "--grace",
+            str(grace),
+            "--log-level",
+            log_level,
+        ]
+        if log_format:
+            child += ["--log-format", log_format]
+        if concurrency is not None:
+            child += ["--concurrency", str(concurrency)]
+        if queues:
+            child += ["--queues", queues]
+        sys.exit(supervise(child, processes, grace=grace))
     rota = load_app(app)
+    if log_format:
+        rota.events.log_format = log_format
     if concurrency is not None:
         rota.config = replace(rota.config, concurrency=concurrency)
     if queues:
@@ -106,6 +144,25 @@ def worker(
     except RotaError as error:
         raise click.ClickException(f"{error.code}: {error}") from error
     exit_despite_stuck_handlers()
+
+
+@click.command()
+@click.option("--url", default=None, help="Database URL (default: sqlite:///demo.db).")
+def demo(url: str | None) -> None:
+    """Run the demo service (examples/demo) until Ctrl-C; on SQLite unless --url is given."""
+    root = Path(__file__).resolve().parents[3]
+    for folder in (os.getcwd(), str(root)):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    if url:
+        os.environ["DEMO_DATABASE_URL"] = url
+    try:
+        entry = importlib.import_module("examples.demo.main")
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the demo service ships with the source tree (examples/demo): {exc}"
+        ) from exc
+    sys.exit(entry.main())
 
 
 def exit_despite_stuck_handlers() -> None:
@@ -125,7 +182,7 @@ def exit_despite_stuck_handlers() -> None:
         os._exit(0)
 
 
-@main.command()
+@click.command()
 @click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
 @click.option("--table-prefix", default="rota_", show_default=True)
 @click.option(

@@ -1,0 +1,249 @@
+"""What the inspection and control commands share: database options, errors and output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from typing import Any, TypeVar
+
+import click
+from alembic.script import ScriptDirectory
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from rota.app import Rota
+from rota.config import default_url
+from rota.errors import ConfigError, DatabaseUnavailable, RotaError, StoreError
+from rota.store import migrate as migrations
+from rota.store.dialects import check_server, describe_url
+
+F = TypeVar("F", bound=Callable[..., Any])
+CONNECT_TIMEOUT = 5.0
+NONE = "-"
+
+
+def database_options(command: F) -> F:
+    """``--url`` and ``--table-prefix``, as ``rota migrate`` and ``rota prune`` take them."""
+    command = click.option(
+        "--table-prefix",
+        default="rota_",
+        show_default=True,
+        help="Prefix of rota's tables, as Rota(table_prefix=...).",
+    )(command)
+    return click.option(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="Database URL (default: $ROTA_DATABASE_URL, else sqlite:///rota.db).",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts (times in ISO 8601)."
+    )(command)
+
+
+def fail(message: str) -> click.ClickException:
+    """An operational failure: the message goes to stderr and the exit code is 1."""
+    return click.ClickException(message)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` without the URL's password, should a driver ever repeat it."""
+    with contextlib.suppress(sa_exc.ArgumentError):
+        password = make_url(url).password
+        if password:
+            return text.replace(str(password), "***")
+    return text
+
+
+def build_rota(url: str, table_prefix: str) -> Rota:
+    """A ``Rota`` that reads and controls; it never changes the schema (``rota migrate`` does)."""
+    try:
+        return Rota(
+            url, table_prefix=table_prefix, auto_migrate=False, connect_timeout=CONNECT_TIMEOUT
+        )
+    except ConfigError as error:
+        raise click.UsageError(f"{error.code}: {scrub(str(error), url)}") from error
+    except sa_exc.ArgumentError as error:  # a bad URL: its text may hold a password
+        raise click.BadParameter(
+            "not a database URL rota can use, e.g. mysql://user:password@host/database",
+            param_hint="'--url'",
+        ) from error
+    except ImportError as error:
+        raise fail(
+            f"the database driver for the {describe_url(url)} is not installed ({error.name}): "
+            "install rota[mysql] or rota[postgres]"
+        ) from error
+
+
+@contextlib.contextmanager
+def reporting(url: str) -> Iterator[None]:
+    """Turn rota's typed errors into ``CODE: message`` on stderr and exit code 1."""
+    try:
+        yield
+    except RotaError as error:
+        raise fail(f"{error.code}: {scrub(str(error), url)}") from error
+    except sa_exc.DBAPIError as error:  # its text holds the statement; the driver's does not
+        message = f"{type(error.orig).__name__}: {error.orig}"
+        raise fail(f"{StoreError.code}: {scrub(message, url)}") from error
+
+
+def require_sqlite_file(rota: Rota) -> None:
+    """A SQLite file that does not exist is unreachable: connecting would create it."""
+    url = rota.store.engine.url
+    sqlite_file = url.database if url.get_backend_name() == "sqlite" else None
+    if sqlite_file and not url.query.get("uri") and not os.path.exists(sqlite_file):
+        raise DatabaseUnavailable(f"no SQLite database file at {sqlite_file!r}")
+
+
+def server_version(rota: Rota) -> str:
+    """Connect once and return the server's version; ``DatabaseUnavailable`` if unreachable."""
+    require_sqlite_file(rota)
+    store = rota.store
+    try:
+        with store.dialect.translate_errors(), store.engine.connect() as connection:
+            return check_server(connection, store.dialect)
+    except StoreError as error:
+        raise DatabaseUnavailable(
+            f"cannot reach the {describe_url(rota.config.url)}: {error}"
+        ) from error
+
+
+def known_revisions() -> set[str]:
+    return {
+        script.revision for script in ScriptDirectory(str(migrations.MIGRATIONS)).walk_revisions()
+    }
+
+
+def schema_state(current: str | None, head: str) -> str:
+    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
+    if current is None:
+        return "missing"
+    if current == head:
+        return "up to date"
+    return "behind" if current in known_revisions() else "newer"
+
+
+def schema_problem(current: str | None, head: str, rota: Rota) -> str | None:
+    """Why the tables cannot serve this version of rota, or ``None`` when they can."""
+    where = describe_url(rota.config.url)
+    state = schema_state(current, head)
+    if state == "missing":
+        prefix = rota.config.table_prefix
+        return f"no rota schema with table prefix {prefix!r} in the {where}: run `rota migrate`"
+    if state == "behind":
+        return (
+            f"the schema in the {where} is at revision {current}, this rota needs {head}: "
+            "run `rota migrate`"
+        )
+    return None
+
+
+def current_revision(rota: Rota) -> str | None:
+    with rota.store.dialect.translate_errors():
+        return migrations.current_revision(rota.store.engine, rota.config.table_prefix)
+
+
+@contextlib.contextmanager
+def connected(url: str | None, table_prefix: str) -> Iterator[Rota]:
+    """A ``Rota`` on a reachable database whose schema is current; its connections closed after."""
+    target = url or default_url()
+    rota = build_rota(target, table_prefix)
+    try:
+        with reporting(target):
+            server_version(rota)
+            problem = schema_problem(current_revision(rota), migrations.head_revision(), rota)
+            if problem is not None:
+                raise fail(problem)
+            yield rota
+    finally:
+        rota.store.engine.dispose()
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def render(*items: RenderableType) -> None:
+    """Print aligned output: colour on a terminal only, no wrapping nor trailing blanks when
+    piped."""
+    stream = sys.stdout
+    terminal = stream.isatty()
+    out = Console(
+        file=stream,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        width=None if terminal else 1000,
+    )
+    with out.capture() as captured:
+        for item in items:
+            out.print(item)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def table(*columns: str) -> Table:
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    return grid
+
+
+def pairs(rows: list[tuple[str, str]]) -> Table:
+    """Two aligned columns, a label and its value."""
+    grid = Table(box=None, show_header=False, pad_edge=False)
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, value)
+    return grid
+
+
+def when(moment: datetime | None) -> str:
+    """A time in UTC, to the second."""
+    if moment is None:
+        return NONE
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def local(moment: datetime, zone: Any) -> str:
+    """A time in a schedule's zone, with its offset."""
+    return moment.astimezone(zone).isoformat(sep=" ", timespec="minutes")
+
+
+def span(delta: timedelta) -> str:
+    """A duration for people: ``45s``, ``3m 5s``, ``2h 10m``, ``4d 3h``."""
+    seconds = max(0, int(delta.total_seconds()))
+    days, seconds = divmod(seconds, 86_400)
+    hours, seconds = divmod(seconds, 3_600)
+    minutes, seconds = divmod(seconds, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_json_value))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Enum):
+        return value.value
+    return str(value)

@@ -1,0 +1,244 @@
+"""``rota jobs``, ``rota job`` and ``rota schedules``: what is in the database."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any
+
+import click
+
+from rota.cli.common import (
+    NONE,
+    connected,
+    database_options,
+    emit_json,
+    json_option,
+    local,
+    pairs,
+    render,
+    span,
+    table,
+    when,
+)
+from rota.core.cron import Cron, zone
+from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
+from rota.errors import RotaError
+
+NEXT_RUNS = 3
+
+
+@click.command()
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice([state.value for state in JobState]),
+    help="Only jobs in this state; repeat for several.",
+)
+@click.option("--task", default=None, help="Only jobs of this task.")
+@click.option("--queue", default=None, help="Only jobs of this queue.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many."
+)
+@database_options
+@json_option
+def jobs(
+    states: tuple[str, ...],
+    task: str | None,
+    queue: str | None,
+    limit: int,
+    url: str | None,
+    table_prefix: str,
+    as_json: bool,
+) -> None:
+    """List jobs, newest first."""
+    with connected(url, table_prefix) as rota:
+        found = rota.store.jobs(
+            states=[JobState(state) for state in states], task=task, queue=queue, limit=limit
+        )
+    if as_json:
+        emit_json([job_dict(job) for job in found])
+        return
+    if not found:
+        click.echo("no jobs")
+        return
+    rows = table("id", "task", "queue", "state", "attempt", "run at", "finished at", "last error")
+    for job in found:
+        rows.add_row(
+            str(job.id),
+            job.task,
+            job.queue,
+            job.state.value,
+            attempts(job),
+            when(job.run_at),
+            when(job.finished_at),
+            job.errors[-1].code if job.errors else NONE,
+        )
+    render(rows)
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", type=int)
+@database_options
+@json_option
+def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
+    """Show one job in full: arguments, timings, schedule, every attempt's error."""
+    with connected(url, table_prefix) as rota:
+        found = rota.job(job_id)
+    if as_json:
+        emit_json(job_dict(found, full=True))
+        return
+    facts = [
+        ("id", str(found.id)),
+        ("task", found.task),
+        ("queue", found.queue),
+        ("state", found.state.value + (" (cancel requested)" if found.cancel_requested else "")),
+        ("attempt", attempts(found)),
+        ("priority", str(found.priority)),
+        ("created at", when(found.created_at)),
+        ("run at", when(found.run_at)),
+        ("started at", when(found.started_at)),
+        ("finished at", when(found.finished_at)),
+    ]
+    if found.started_at is not None and found.finished_at is not None:
+        facts.append(("took", took(found.finished_at - found.started_at)))
+    if found.schedule is not None:
+        facts.append(("schedule", found.schedule))
+        facts.append(("tick", when(found.scheduled_at)))
+    if found.unique_key is not None:
+        facts.append(("unique key", found.unique_key))
+    if found.lease_owner is not None:
+        facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
+    render(pairs(facts))
+    click.echo("")
+    click.echo("arguments")
+    click.echo(f"  args:   {json.dumps(list(found.args), ensure_ascii=False)}")
+    click.echo(f"  kwargs: {json.dumps(found.kwargs, ensure_ascii=False)}")
+    if not found.errors:
+        return
+    click.echo("")
+    click.echo(f"errors ({len(found.errors)})")
+    for error in found.errors:
+        click.echo(
+            f"  attempt {error.attempt} at {when(error.at)}: {error.code} "
+            f"{error.type}: {error.message}"
+        )
+        if error.traceback:
+            click.echo(textwrap.indent(error.traceback.rstrip("\n"), "    "))
+
+
+@click.command()
+@database_options
+@json_option
+def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
+    """List cron schedules with their next runs (times in each schedule's zone)."""
+    with connected(url, table_prefix) as rota:
+        now = rota.clock.now()
+        found = rota.store.schedules.all()
+        stats = rota.store.schedules.stats() if found else {}
+    if as_json:
+        emit_json([schedule_dict(s, stats.get(s.name, ScheduleStats()), now) for s in found])
+        return
+    if not found:
+        click.echo("no schedules")
+        return
+    rows = table("name", "task", "cron", "tz", "state", "next runs", "last run", "runs", "failed")
+    for schedule in found:
+        stat = stats.get(schedule.name, ScheduleStats())
+        upcoming = next_runs(schedule, now)
+        tz = zone(schedule.spec.tz) if upcoming else None
+        rows.add_row(
+            schedule.name,
+            schedule.spec.task,
+            schedule.spec.cron,
+            schedule.spec.tz,
+            schedule.state.value,
+            ", ".join(local(tick, tz) for tick in upcoming) or NONE,
+            when(stat.last_run),
+            str(stat.runs),
+            str(stat.failures),
+        )
+    render(rows)
+
+
+def next_runs(schedule: Schedule, now: datetime) -> list[datetime]:
+    """The next ticks of an active schedule; a paused or ended one has none."""
+    if schedule.state is not ScheduleState.ACTIVE:
+        return []
+    try:
+        return list(islice(Cron(schedule.spec.cron, schedule.spec.tz).ticks_after(now), NEXT_RUNS))
+    except RotaError:
+        return []
+
+
+def took(delta: timedelta) -> str:
+    """How long the last attempt ran: ``12ms``, ``3.4s``, ``2m 5s``."""
+    seconds = delta.total_seconds()
+    if seconds < 1:
+        return f"{max(0.0, seconds) * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return span(delta)
+
+
+def attempts(job: Job) -> str:
+    return f"{job.attempt}/{job.max_attempts}" if job.max_attempts else str(job.attempt)
+
+
+def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
+    last = job.errors[-1] if job.errors else None
+    data: dict[str, Any] = {
+        "id": job.id,
+        "task": job.task,
+        "queue": job.queue,
+        "state": job.state.value,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "priority": job.priority,
+        "run_at": job.run_at,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "schedule": job.schedule,
+        "scheduled_at": job.scheduled_at,
+        "last_error": {"code": last.code, "type": last.type, "message": last.message}
+        if last
+        else None,
+    }
+    if full:
+        data.update(
+            args=list(job.args),
+            kwargs=job.kwargs,
+            errors=[error.to_json() for error in job.errors],
+            unique_key=job.unique_key,
+            cancel_requested=job.cancel_requested,
+            lease_owner=job.lease_owner,
+            lease_until=job.lease_until,
+        )
+    return data
+
+
+def schedule_dict(schedule: Schedule, stats: ScheduleStats, now: datetime) -> dict[str, Any]:
+    spec = schedule.spec
+    return {
+        "name": schedule.name,
+        "task": spec.task,
+        "cron": spec.cron,
+        "tz": spec.tz,
+        "state": schedule.state.value,
+        "source": spec.source.value,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "next_runs": next_runs(schedule, now),
+        "next_run_at": schedule.next_run_at,
+        "last_tick": schedule.last_run_at,
+        "last_run": stats.last_run,
+        "runs": stats.runs,
+        "failures": stats.failures,
+        "running": stats.running,
+        "created_at": schedule.created_at,
+        "updated_at": schedule.updated_at,
+    }

@@ -1,0 +1,93 @@
+"""Run N worker processes and keep them running: a dead one is replaced, a signal stops all.
+
+Each child is an ordinary ``rota worker`` process, so it has its own event loop, connections
+and lease heartbeats; the supervisor only watches exit codes.  Children that keep dying (more
+than ``max_restarts`` within ``window`` seconds) end the supervisor with exit code 1 rather
+than restarting forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Sequence
+from types import FrameType
+
+logger = logging.getLogger("rota.supervisor")
+
+
+def supervise(
+    command: Sequence[str],
+    processes: int,
+    *,
+    grace: float = 30.0,
+    max_restarts: int = 10,
+    window: float = 60.0,
+    poll: float = 0.2,
+) -> int:
+    """Run ``processes`` copies of ``command`` until SIGINT/SIGTERM; return the exit code."""
+    stop_requested: list[int] = []
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop_requested.append(signum)
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    children = [_spawn(command) for _ in range(processes)]
+    restarts: deque[float] = deque()
+    failed = False
+    try:
+        while not stop_requested and not failed:
+            for index, child in enumerate(children):
+                code = child.poll()
+                if code is None:
+                    continue
+                now = time.monotonic()
+                restarts.append(now)
+                while restarts and restarts[0] < now - window:
+                    restarts.popleft()
+                if len(restarts) > max_restarts:
+                    logger.error(
+                        "worker processes keep exiting (%d restarts in %.0f s); giving up",
+                        len(restarts),
+                        window,
+                        extra={"event": "supervisor.gave_up"},
+                    )
+                    failed = True
+                    break
+                logger.warning(
+                    "worker process %d exited with code %s; starting another",
+                    child.pid,
+                    code,
+                    extra={"event": "supervisor.restarted", "pid": child.pid, "code": code},
+                )
+                children[index] = _spawn(command)
+            time.sleep(poll)
+        codes = _stop(children, grace)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 1 if failed or any(code != 0 for code in codes) else 0
+
+
+def _spawn(command: Sequence[str]) -> subprocess.Popen[bytes]:
+    # A session of its own: a Ctrl-C reaches the supervisor only, which then stops every child.
+    child = subprocess.Popen(list(command), start_new_session=True)
+    logger.info("started worker process %d", child.pid, extra={"event": "supervisor.started"})
+    return child
+
+
+def _stop(children: list[subprocess.Popen[bytes]], grace: float) -> list[int]:
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    codes = []
+    for child in children:
+        try:
+            codes.append(child.wait(timeout=grace + 10))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            codes.append(child.wait())
+    return codes

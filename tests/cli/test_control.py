@@ -1,0 +1,165 @@
+"""``rota retry``, ``cancel``, ``pause``, ``resume`` and ``run-now``, and the usage errors."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from rota import JobContext, Rota
+from rota.cli import main
+from rota.core.model import JobState, ScheduleState
+from rota.testing import FakeClock
+from tests.cli.conftest import Cli
+
+S = timedelta(seconds=1)
+
+
+def test_retry_and_cancel_jobs(rota: Rota, clock: FakeClock, cli: Cli) -> None:
+    @rota.task(retries=0)
+    def boom(ctx: JobContext) -> None:
+        raise RuntimeError("no")
+
+    @rota.task
+    def later(ctx: JobContext) -> None: ...
+
+    failed = rota.queue(boom)
+    rota.drain()
+    waiting = rota.queue(later, delay=3600)
+    running = rota.queue(later)
+    claimed = rota.store.claim("w1", ["default"], ["later"], 5, clock.now(), clock.now() + 60 * S)
+    assert [job.id for job in claimed] == [running]
+
+    retried = cli("retry", str(failed))
+    assert retried.exit_code == 0, retried.output
+    assert retried.stdout == f"job {failed} (boom) is pending again, with a fresh attempt budget\n"
+    assert rota.job(failed).state is JobState.PENDING
+    again = cli("retry", str(failed))
+    assert again.exit_code == 1
+    assert f"job {failed} is pending: only failed or cancelled jobs can be retried" in again.stderr
+
+    cancelled = cli("cancel", str(waiting))
+    assert cancelled.exit_code == 0 and cancelled.stdout == f"job {waiting} (later) cancelled\n"
+    assert rota.job(waiting).state is JobState.CANCELLED
+    twice = cli("cancel", str(waiting))
+    assert twice.exit_code == 1
+    assert f"job {waiting} has ended (cancelled): nothing to cancel" in twice.stderr
+    assert cli("retry", str(waiting)).exit_code == 0
+    assert rota.job(waiting).state is JobState.PENDING
+
+    stopping = cli("cancel", str(running))
+    assert stopping.exit_code == 0
+    assert "is running: its worker stops it at the next heartbeat" in stopping.stdout
+    assert rota.job(running).cancel_requested
+
+    for command in ("retry", "cancel"):
+        missing = cli(command, "999999")
+        assert missing.exit_code == 1
+        assert "JOB_NOT_FOUND: job 999999 does not exist" in missing.stderr
+
+
+def test_pause_resume_run_now_and_cancel_a_schedule(rota: Rota, cli: Cli) -> None:
+    @rota.task
+    def cleanup(ctx: JobContext) -> None: ...
+
+    name = rota.schedule("0 3 * * *", cleanup, name="nightly-cleanup")
+
+    def state() -> ScheduleState:
+        schedule = rota.store.schedules.get(name)
+        assert schedule is not None
+        return schedule.state
+
+    paused = cli("pause", name)
+    assert paused.exit_code == 0, paused.output
+    assert "schedule 'nightly-cleanup' paused" in paused.stdout
+    assert state() is ScheduleState.PAUSED
+    twice = cli("pause", name)
+    assert twice.exit_code == 1 and "is paused: only active schedules" in twice.stderr
+
+    resumed = cli("resume", name)
+    assert resumed.exit_code == 0, resumed.output
+    assert re.fullmatch(
+        r"schedule 'nightly-cleanup' resumed: next run at \S+ 03:00:00Z\n", resumed.stdout
+    )
+    assert state() is ScheduleState.ACTIVE
+    again = cli("resume", name)
+    assert again.exit_code == 1 and "is active: only paused schedules" in again.stderr
+
+    now = cli("run-now", name)
+    assert now.exit_code == 0, now.output
+    found = re.fullmatch(
+        r"queued job (\d+) of schedule 'nightly-cleanup' \(task cleanup\)\n", now.stdout
+    )
+    assert found is not None
+    job = rota.job(int(found.group(1)))
+    assert (job.schedule, job.task, job.state) == (name, "cleanup", JobState.PENDING)
+    assert "no live worker registers task 'cleanup'" in now.stderr
+
+    assert cli("pause", "--all").stdout == "paused 1 schedule(s): nightly-cleanup\n"
+    assert cli("pause", "--all").stdout == "no schedule to be paused\n"
+    assert cli("resume", "--all").stdout == "resumed 1 schedule(s): nightly-cleanup\n"
+
+    ended = cli("cancel", name)
+    assert ended.exit_code == 0
+    assert ended.stdout == "schedule 'nightly-cleanup' cancelled: it enqueues no more jobs\n"
+    assert state() is ScheduleState.CANCELLED
+    assert "is cancelled: nothing to cancel" in cli("cancel", name).stderr
+
+    for command in ("pause", "resume", "run-now", "cancel"):
+        missing = cli(command, "nope")
+        assert missing.exit_code == 1
+        assert "SCHEDULE_NOT_FOUND: schedule 'nope' does not exist" in missing.stderr
+    numbered = cli("pause", "42")
+    assert numbered.exit_code == 1 and "`rota cancel 42` cancels a job" in numbered.stderr
+
+
+COMMANDS = [
+    "migrate",
+    "worker",
+    "prune",
+    "demo",
+    "check",
+    "jobs",
+    "job",
+    "schedules",
+    "retry",
+    "cancel",
+    "pause",
+    "resume",
+    "run-now",
+]
+
+
+def test_every_command_has_help_listed_in_order() -> None:
+    runner = CliRunner()
+    overview = runner.invoke(main, ["--help"])
+    assert overview.exit_code == 0
+    listed = [line.split()[0] for line in overview.stdout.split("Commands:")[1].splitlines()[1:]]
+    assert listed == COMMANDS
+    for command in COMMANDS:
+        result = runner.invoke(main, [command, "--help"])
+        assert result.exit_code == 0, result.output
+        if command not in ("worker", "demo"):
+            assert "--url" in result.stdout and "--table-prefix" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["jobs", "--state", "bogus"],
+        ["jobs", "--limit", "0"],
+        ["job", "abc"],
+        ["retry", "abc"],
+        ["pause"],
+        ["resume", "nightly", "--all"],
+        ["jobs", "--url", "not a database url"],
+        ["jobs", "--url", "sqlite:///x.db", "--table-prefix", "no-dashes!"],
+        ["check", "--url", "oracle://scott:tiger@db/orcl"],
+    ],
+)
+def test_usage_errors_exit_2(arguments: list[str]) -> None:
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 2, result.output
+    assert "tiger" not in result.output
