@@ -67,6 +67,8 @@ def test_every_lifecycle_event_is_one_structured_record(
         "builtins.ValueError",
         "attempt 2",
     )
+    (cancelled_record,) = records(caplog, "job.cancelled")
+    assert cancelled_record.job_id == cancelled  # type: ignore[attr-defined]
     (timed_out,) = records(caplog, "job.timed_out")
     assert timed_out.task == "slow"  # type: ignore[attr-defined]
     (recovered,) = records(caplog, "job.recovered")

@@ -454,6 +454,12 @@ class Rota:
         result = self._with_schema(lambda: self.store.cancel(job_id, self.clock.now()))
         if result is None:
             raise JobNotFound(f"job {job_id} does not exist")
+        if result:
+            job = self.job(job_id)
+            if job.state is JobState.CANCELLED:
+                self.events.job("job.cancelled", job)
+            else:
+                self.events.job("job.cancel_requested", job)
         return result
 
     def retry(self, job_id: int) -> bool:

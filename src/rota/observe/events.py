@@ -34,6 +34,7 @@ EVENTS = frozenset(
         "job.retrying",
         "job.timed_out",
         "job.cancelled",
+        "job.cancel_requested",
         "job.released",
         "job.recovered",
         "job.lost",
