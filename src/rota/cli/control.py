@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
 
@@ -79,19 +79,9 @@ def cancel_schedule(rota: Rota, name: str) -> str:
 @database_options
 def pause(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
     """Pause a schedule (by NAME, which is its ID): no tick runs until it is resumed."""
-    one = single(name, every)
     with connected(url, table_prefix) as rota:
-        if one is None:
-            active = names(rota, ScheduleState.ACTIVE)
-            rota.pause()
-            click.echo(listing("paused", active))
-            return
-        with not_a_job(one):
-            paused = rota.pause(one)
-        if not paused:
-            state = state_of(rota, one)
-            raise fail(f"schedule {one!r} is {state}: only active schedules can be paused")
-    click.echo(f"schedule {one!r} paused: no tick runs until it is resumed")
+        done = switch(rota, single(name, every), ScheduleState.ACTIVE, rota.pause, "paused")
+    click.echo(done or f"schedule {name!r} paused: no tick runs until it is resumed")
 
 
 @click.command()
@@ -100,21 +90,31 @@ def pause(name: str | None, every: bool, url: str | None, table_prefix: str) -> 
 @database_options
 def resume(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
     """Resume a paused schedule from its next tick; ticks missed while paused never run."""
-    one = single(name, every)
     with connected(url, table_prefix) as rota:
-        if one is None:
-            paused = names(rota, ScheduleState.PAUSED)
-            rota.resume()
-            click.echo(listing("resumed", paused))
-            return
-        with not_a_job(one):
-            resumed = rota.resume(one)
-        if not resumed:
-            state = state_of(rota, one)
-            raise fail(f"schedule {one!r} is {state}: only paused schedules can be resumed")
-        schedule = rota.store.schedules.get(one)
+        done = switch(rota, single(name, every), ScheduleState.PAUSED, rota.resume, "resumed")
+        schedule = rota.store.schedules.get(name) if name and not done else None
     next_run = when(schedule.next_run_at) if schedule is not None else "-"
-    click.echo(f"schedule {one!r} resumed: next run at {next_run}")
+    click.echo(done or f"schedule {name!r} resumed: next run at {next_run}")
+
+
+def switch(
+    rota: Rota,
+    one: str | None,
+    source: ScheduleState,
+    action: Callable[[str | None], bool],
+    verb: str,
+) -> str | None:
+    """Pause or resume one schedule, or every one in ``source``; a listing when all were."""
+    if one is None:
+        affected = names(rota, source)
+        action(None)
+        return listing(verb, affected)
+    with not_a_job(one):
+        changed = action(one)
+    if not changed:
+        state = state_of(rota, one)
+        raise fail(f"schedule {one!r} is {state}: only {source.value} schedules can be {verb}")
+    return None
 
 
 @click.command("run-now")
