@@ -79,8 +79,9 @@ def cancel_schedule(rota: Rota, name: str) -> str:
 @database_options
 def pause(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
     """Pause a schedule (by NAME, which is its ID): no tick runs until it is resumed."""
+    one = single(name, every)
     with connected(url, table_prefix) as rota:
-        done = switch(rota, single(name, every), ScheduleState.ACTIVE, rota.pause, "paused")
+        done = switch(rota, one, ScheduleState.ACTIVE, rota.pause, "paused")
     click.echo(done or f"schedule {name!r} paused: no tick runs until it is resumed")
 
 
@@ -90,8 +91,9 @@ def pause(name: str | None, every: bool, url: str | None, table_prefix: str) -> 
 @database_options
 def resume(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
     """Resume a paused schedule from its next tick; ticks missed while paused never run."""
+    one = single(name, every)
     with connected(url, table_prefix) as rota:
-        done = switch(rota, single(name, every), ScheduleState.PAUSED, rota.resume, "resumed")
+        done = switch(rota, one, ScheduleState.PAUSED, rota.resume, "resumed")
         schedule = rota.store.schedules.get(name) if name and not done else None
     next_run = when(schedule.next_run_at) if schedule is not None else "-"
     click.echo(done or f"schedule {name!r} resumed: next run at {next_run}")
