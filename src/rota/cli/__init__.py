@@ -19,6 +19,7 @@ from rota.cli.admin import (
 )
 from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
+from rota.cli.dashboard import dashboard
 from rota.cli.show import job, jobs, schedules
 
 __all__ = ["configure_logging", "exit_despite_stuck_handlers", "load_app", "main"]
@@ -51,5 +52,6 @@ for command in (
     pause,
     resume,
     run_now,
+    dashboard,
 ):
     main.add_command(command)
