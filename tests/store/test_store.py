@@ -148,3 +148,13 @@ def test_bulk_enqueue_returns_ids_in_order(store: SqlStore) -> None:
     assert ids == sorted(ids)
     assert len(set(ids)) == 2500
     assert [store.job(i).priority for i in ids[::500]] == [0, 500, 1000, 1500, 2000]  # type: ignore[union-attr]
+
+
+def test_counts_per_state_and_queue(store: SqlStore) -> None:
+    store.enqueue([new(), new(), new(queue="mail"), new(at=START - timedelta(seconds=1))], START)
+    claim(store, limit=1)
+    assert store.counts() == {
+        ("running", "default"): 1,
+        ("pending", "default"): 2,
+        ("pending", "mail"): 1,
+    }

@@ -169,10 +169,12 @@ def hourly_chart(jobs: Sequence[Job], now: datetime) -> dict[str, Any]:
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     jobs, truncated = _scan(rota)
-    by_state = Counter(job.state.value for job in jobs)
+    counts = rota.store.counts()
+    by_state: Counter[str] = Counter()
     by_queue: dict[str, Counter[str]] = defaultdict(Counter)
-    for job in jobs:
-        by_queue[job.queue][job.state.value] += 1
+    for (state, queue), count in counts.items():
+        by_state[state] += count
+        by_queue[queue][state] += count
     return {
         "now": now,
         "states": [state.value for state in JobState],
@@ -303,9 +305,10 @@ def _label(value: str) -> str:
 def metrics(rota: Rota) -> str:
     """The Prometheus text exposition (format 0.0.4) of jobs, workers and schedules."""
     now = rota.clock.now()
-    jobs, truncated = _scan(rota)
-    by_state = Counter(job.state.value for job in jobs)
-    by_queue = Counter((job.queue, job.state.value) for job in jobs)
+    by_queue = {(queue, state): count for (state, queue), count in rota.store.counts().items()}
+    by_state: Counter[str] = Counter()
+    for (_, state), count in by_queue.items():
+        by_state[state] += count
     workers = rota.store.workers(now - LIVE_WORKER_WINDOW)
     schedules = Counter(s.state.value for s in rota.store.schedules.all())
     lines = [
@@ -319,10 +322,6 @@ def metrics(rota: Rota) -> str:
         for (queue, state), count in sorted(by_queue.items())
     ]
     lines += [
-        "# HELP rota_jobs_counts_truncated 1 when job counts cover only the newest "
-        f"{SCAN_LIMIT} jobs.",
-        "# TYPE rota_jobs_counts_truncated gauge",
-        f"rota_jobs_counts_truncated {int(truncated)}",
         "# HELP rota_workers_live Workers with a heartbeat in the last "
         f"{int(LIVE_WORKER_WINDOW.total_seconds())} seconds.",
         "# TYPE rota_workers_live gauge",

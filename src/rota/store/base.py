@@ -75,6 +75,10 @@ class Store(Protocol):
         """Apply rescue transitions to jobs whose lease is still expired; return how many."""
         ...
 
+    def counts(self) -> dict[tuple[str, str], int]:
+        """The number of jobs per ``(state, queue)``."""
+        ...
+
     def job(self, job_id: int) -> Job | None: ...
 
     def jobs(

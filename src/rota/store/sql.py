@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, and_, delete, insert, or_, select, true, update
+from sqlalchemy import Row, Select, and_, delete, func, insert, or_, select, true, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -258,6 +258,15 @@ class SqlStore:
             .limit(limit)
         )
         return self._transaction(lambda conn: [_to_job(row) for row in conn.execute(query)])
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Jobs per (state, queue), counted by the database from the claim index."""
+        jobs = self.schema.jobs
+        query = select(jobs.c.state, jobs.c.queue, func.count()).group_by(
+            jobs.c.state, jobs.c.queue
+        )
+        rows = self._transaction(lambda conn: conn.execute(query).all())
+        return {(state, queue): int(count) for state, queue, count in rows}
 
     def job(self, job_id: int) -> Job | None:
         jobs = self.schema.jobs
