@@ -1,0 +1,243 @@
+"""The dashboard in a real browser: headless Chromium finds a failed job and retries it.
+
+Needs Debian's Chromium at /usr/bin/chromium and the ``playwright`` package (no downloaded
+browsers).  Without them the module is skipped, unless ``CI=true``, where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rota import JobContext, Rota
+from rota.core.model import JobState, WorkerInfo
+from rota.dashboard import create_app
+from rota.testing import FakeClock
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _missing() -> str | None:
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} is missing; install it with `apt-get install chromium`"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing; install the dev extra"
+    return None
+
+
+MISSING = _missing()
+pytestmark = pytest.mark.skipif(
+    MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
+)
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free local port in a thread; yield its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError(f"the dashboard did not answer at {base} within 10 s")
+            time.sleep(0.05)
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@contextmanager
+def chromium_page() -> Iterator[Any]:
+    """A fresh 1280x800 page of headless Debian Chromium."""
+    if MISSING is not None:
+        pytest.fail(f"CI needs the browser test to run: {MISSING}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(10_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db")
+    attempts: list[int] = []
+
+    @rota.task(retries=0)
+    def flaky(ctx: JobContext, note: str) -> None:
+        attempts.append(ctx.attempt)
+        if len(attempts) == 1:
+            raise RuntimeError(f"first try at {note} fails")
+
+    @rota.task
+    def greet(ctx: JobContext, name: str) -> None: ...
+
+    rota.queue(greet, "ada")
+    failed = rota.queue(flaky, "the report")
+    rota.drain()
+    job = rota.store.job(failed)
+    assert job is not None and job.state is JobState.FAILED
+
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            from playwright.sync_api import expect
+
+            page.goto(f"{base}/")
+            assert page.title() == "Overview · rota"
+            page.locator('a.card[href="/jobs?state=failed"]').click()
+            page.wait_for_url(f"{base}/jobs?state=failed")
+            rows = page.locator("table tbody tr")
+            assert rows.count() == 1
+            rows.get_by_role("link", name=str(failed), exact=True).click()
+            page.wait_for_url(f"{base}/jobs/{failed}")
+            state = page.locator("h1 .state")
+            assert state.inner_text() == "failed"
+            assert "first try at the report fails" in page.locator("details.error").inner_text()
+
+            page.get_by_role("button", name="Retry").click()
+            # The form posts, then redirects back here: wait for the new page, not the old one.
+            expect(state).to_have_text("pending", timeout=10_000)
+            assert page.url == f"{base}/jobs/{failed}"
+
+            # Playwright's sync API keeps an event loop running in this thread; drain in another.
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(rota.drain).result(timeout=10)
+            page.reload()
+            expect(state).to_have_text("succeeded", timeout=10_000)
+            assert page.get_by_role("button", name="Retry").count() == 0
+    finally:
+        rota.store.engine.dispose()
+    assert len(attempts) == 2
+
+
+SCREENSHOTS = os.environ.get("ROTA_SCREENSHOTS")
+
+
+@pytest.mark.skipif(not SCREENSHOTS, reason="set ROTA_SCREENSHOTS=<dir> to take screenshots")
+def test_screenshots(tmp_path: Path) -> None:
+    """Not a check: saves overview.png and schedules.png (1280x800) to $ROTA_SCREENSHOTS."""
+    assert SCREENSHOTS
+    start = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    clock = FakeClock(start - timedelta(hours=23))
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db", clock=clock)
+
+    @rota.task(queue="mail")
+    def send_email(ctx: JobContext, to: str) -> None: ...
+
+    @rota.task(retries=0, queue="media")
+    def resize_image(ctx: JobContext, image: int) -> None:
+        if image % 7 == 3:
+            raise OSError(f"image {image} is not a JPEG")
+
+    @rota.task(cron="*/15 * * * *")
+    def refresh_cache(ctx: JobContext) -> None: ...
+
+    @rota.task(cron="0 3 * * *", tz="Europe/Berlin")
+    def nightly_report(ctx: JobContext) -> None: ...
+
+    @rota.task(retries=0)
+    def sync_invoices(ctx: JobContext, account: str) -> None:
+        if clock.now().hour % 5 == 0:
+            raise ConnectionError(f"billing API refused account {account}")
+
+    @rota.task
+    def export_data(ctx: JobContext) -> None: ...
+
+    rota.schedule("30 * * * *", sync_invoices, name="hourly-invoices", args=["acme"])
+    rota.schedule("0 9 * * 1-5", send_email, name="weekday-digest", args=["team@example.com"])
+    image = 0
+    for hour in range(23):
+        # Stop at :30 and :00 so that both cron ticks are due on time, not missed.
+        clock.advance(timedelta(minutes=30))
+        rota.drain()
+        clock.advance(timedelta(minutes=30))
+        for n in range(3 + (hour * 5) % 9):
+            rota.queue(send_email, f"user{hour}-{n}@example.com")
+        for _ in range(1 + hour % 4):
+            image += 1
+            rota.queue(resize_image, image)
+        rota.drain()
+    rota.pause("weekday-digest")
+    for n in range(4):
+        rota.queue(send_email, f"later{n}@example.com", delay=timedelta(minutes=10 + n))
+    cancelled = rota.queue(export_data, delay=timedelta(hours=1))
+    rota.cancel(cancelled)
+    running = rota.queue(export_data)
+    now = clock.now()
+    rota.store.register_worker(
+        WorkerInfo(
+            id="web-1:4321",
+            host="web-1",
+            pid=4321,
+            queues=("default", "mail", "media"),
+            tasks=("send_email", "resize_image", "export_data", "sync_invoices"),
+            concurrency=8,
+            started_at=now - timedelta(hours=5),
+            heartbeat_at=now - timedelta(seconds=2),
+        )
+    )
+    claimed = rota.store.claim(
+        "web-1:4321", ["default"], ["export_data"], 1, now, now + timedelta(seconds=60)
+    )
+    assert [job.id for job in claimed] == [running]
+
+    out = Path(SCREENSHOTS)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            page.goto(f"{base}/")
+            page.screenshot(path=str(out / "overview.png"))
+            page.goto(f"{base}/schedules")
+            page.screenshot(path=str(out / "schedules.png"))
+    finally:
+        rota.store.engine.dispose()
