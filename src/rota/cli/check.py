@@ -28,11 +28,11 @@ from rota.cli.common import (
     schema_problem,
     schema_state,
     scrub,
-    span,
     table,
 )
 from rota.config import default_url
 from rota.core.model import JobState, WorkerInfo
+from rota.display import span
 from rota.errors import ConfigError, DatabaseUnavailable, RotaError, StoreError
 from rota.store import migrate as migrations
 from rota.store.dialects import check_server, describe_url

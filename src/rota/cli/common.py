@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -27,7 +27,6 @@ from rota.store.dialects import check_server, describe_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONNECT_TIMEOUT = 5.0
-NONE = "-"
 
 
 def database_options(command: F) -> F:
@@ -206,33 +205,6 @@ def pairs(rows: list[tuple[str, str]]) -> Table:
     for label, value in rows:
         grid.add_row(label, value)
     return grid
-
-
-def when(moment: datetime | None) -> str:
-    """A time in UTC, to the second."""
-    if moment is None:
-        return NONE
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def local(moment: datetime, zone: Any) -> str:
-    """A time in a schedule's zone, with its offset."""
-    return moment.astimezone(zone).isoformat(sep=" ", timespec="minutes")
-
-
-def span(delta: timedelta) -> str:
-    """A duration for people: ``45s``, ``3m 5s``, ``2h 10m``, ``4d 3h``."""
-    seconds = max(0, int(delta.total_seconds()))
-    days, seconds = divmod(seconds, 86_400)
-    hours, seconds = divmod(seconds, 3_600)
-    minutes, seconds = divmod(seconds, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {seconds}s"
-    return f"{seconds}s"
 
 
 def emit_json(data: Any) -> None:

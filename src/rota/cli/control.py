@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 import click
 
 from rota.app import LIVE_WORKER_WINDOW, Rota
-from rota.cli.common import connected, database_options, fail, when
+from rota.cli.common import connected, database_options, fail
 from rota.core.model import JobState, Schedule, ScheduleState
+from rota.display import when
 from rota.errors import ScheduleNotFound
 
 JOB_ID = re.compile(r"[0-9]+")

@@ -11,20 +11,17 @@ from typing import Any
 import click
 
 from rota.cli.common import (
-    NONE,
     connected,
     database_options,
     emit_json,
     json_option,
-    local,
     pairs,
     render,
-    span,
     table,
-    when,
 )
 from rota.core.cron import Cron, zone
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
+from rota.display import NONE, local, span, when
 from rota.errors import RotaError
 
 NEXT_RUNS = 3

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -39,6 +39,7 @@ from starlette.staticfiles import StaticFiles
 
 from rota.app import Rota
 from rota.dashboard import views
+from rota.display import span, when
 from rota.errors import JobNotFound, RotaError, ScheduleNotFound, StoreError
 
 HERE = Path(__file__).parent
@@ -66,7 +67,7 @@ class Dashboard:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.templates.filters.update(when=when, age=age, took=took)
+        self.templates.filters.update(when=when, age=span, took=took)
 
     # -- authentication ------------------------------------------------------------------------
 
@@ -177,26 +178,6 @@ def referrer(request: Request, form_next: str, fallback: str) -> str:
     return fallback
 
 
-def when(moment: datetime | None) -> str:
-    if moment is None:
-        return "-"
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def age(delta: timedelta) -> str:
-    seconds = max(0, int(delta.total_seconds()))
-    days, seconds = divmod(seconds, 86_400)
-    hours, seconds = divmod(seconds, 3_600)
-    minutes, seconds = divmod(seconds, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {seconds}s"
-    return f"{seconds}s"
-
-
 def took(delta: timedelta | None) -> str:
     if delta is None:
         return "-"
@@ -205,7 +186,7 @@ def took(delta: timedelta | None) -> str:
         return f"{max(0.0, seconds) * 1000:.0f}ms"
     if seconds < 60:
         return f"{seconds:.1f}s"
-    return age(delta)
+    return span(delta)
 
 
 class Guard(BaseHTTPMiddleware):

@@ -1,0 +1,35 @@
+"""How times and durations are shown to people, the same in the CLI and the dashboard."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+NONE = "-"
+
+
+def when(moment: datetime | None) -> str:
+    """A time in UTC, to the second."""
+    if moment is None:
+        return NONE
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def local(moment: datetime, zone: Any) -> str:
+    """A time in a schedule's zone, with its offset."""
+    return moment.astimezone(zone).isoformat(sep=" ", timespec="minutes")
+
+
+def span(delta: timedelta) -> str:
+    """A duration for people: ``45s``, ``3m 5s``, ``2h 10m``, ``4d 3h``."""
+    seconds = max(0, int(delta.total_seconds()))
+    days, seconds = divmod(seconds, 86_400)
+    hours, seconds = divmod(seconds, 3_600)
+    minutes, seconds = divmod(seconds, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
