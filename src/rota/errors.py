@@ -76,6 +76,15 @@ class DatabaseUnavailable(StoreError):
 
 
 class TransientStoreError(StoreError):
-    """A failure worth retrying as it is: deadlock, lock-wait timeout, dropped connection."""
+    """A failure worth retrying as it is: deadlock, lock-wait timeout, dropped connection.
+
+    ``rolled_back`` is true when the server is known to have undone the whole transaction
+    (deadlock, lock wait, serialisation failure), so even a non-idempotent write may be
+    repeated; after a dropped connection the commit may or may not have happened.
+    """
 
     code = "TRANSIENT_STORE_ERROR"
+
+    def __init__(self, message: str, *, rolled_back: bool = False) -> None:
+        super().__init__(message)
+        self.rolled_back = rolled_back

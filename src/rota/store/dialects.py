@@ -9,7 +9,8 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   ``auto_increment_increment`` apart, so ids are read as ``lastrowid`` plus that step.
 * Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
 * Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
-  (idle timeout) on MySQL 8.
+  (idle timeout) on MySQL 8. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
+  MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never uses.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ DRIVER_DEFAULTS = {
     "postgres": "postgresql+psycopg",
 }
 
-MYSQL_TRANSIENT = frozenset({1040, 1205, 1213, 1927, 2003, 2006, 2013, 2055, 4031})
+MYSQL_CONFLICT = frozenset({1205, 1213})
+MYSQL_TRANSIENT = MYSQL_CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
 MYSQL_UNIQUE = 1062
-PG_TRANSIENT_PREFIXES = ("08", "40001", "40P01", "55P03", "57P")
+PG_CONFLICT = ("40001", "40P01", "55P03")
+PG_TRANSIENT_PREFIXES = (*PG_CONFLICT, "08", "57P")
 PG_UNIQUE = "23505"
 
 
@@ -80,6 +83,21 @@ class Dialect:
             return isinstance(code, str) and code.startswith(PG_TRANSIENT_PREFIXES)
         return code in MYSQL_TRANSIENT
 
+    def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
+        """Deadlock, lock-wait timeout or serialisation failure: the transaction was undone.
+
+        MySQL undoes only the statement on a lock-wait timeout (unless
+        ``innodb_rollback_on_timeout``), but rota then rolls the transaction back itself.
+        """
+        if error.connection_invalidated:
+            return False
+        code = _driver_code(error)
+        if self.name == "sqlite":
+            return self.is_transient(error)
+        if self.name == "postgresql":
+            return code in PG_CONFLICT
+        return code in MYSQL_CONFLICT
+
     def is_unique_violation(self, error: sa_exc.DBAPIError) -> bool:
         if not isinstance(error, sa_exc.IntegrityError):
             return False
@@ -96,7 +114,8 @@ class Dialect:
         except sa_exc.DBAPIError as error:
             message = f"{type(error.orig).__name__}: {error.orig}"
             if self.is_transient(error):
-                raise TransientStoreError(message) from error
+                rolled_back = self.is_conflict(error)
+                raise TransientStoreError(message, rolled_back=rolled_back) from error
             raise StoreError(message) from error
 
 
@@ -178,9 +197,13 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def _driver_code(error: sa_exc.DBAPIError) -> object:
+    """PostgreSQL's SQLSTATE, or MySQL's error number.
+
+    PyMySQL 1.2+ also carries a SQLSTATE, but MySQL's is too coarse to tell a deadlock from
+    a lock-wait timeout (and a ``SIGNAL`` may set any), so the number wins there.
+    """
     original = error.orig
-    sqlstate = getattr(original, "sqlstate", None)
-    if sqlstate:
-        return sqlstate
     args = getattr(original, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
+    if args and isinstance(args[0], int):
+        return args[0]
+    return getattr(original, "sqlstate", None) or None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -14,11 +17,14 @@ from sqlalchemy.sql.elements import ColumnElement
 from rota.core import payload
 from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
 from rota.core.transitions import Transition
+from rota.errors import TransientStoreError
 from rota.store.dialects import Dialect
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, build_schema
 
 T = TypeVar("T")
+logger = logging.getLogger("rota.store")
+CONFLICT_ATTEMPTS = 6
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
 ROW_OVERHEAD_BYTES = 1_000
@@ -32,9 +38,28 @@ class SqlStore:
         self.schema: Schema = build_schema(table_prefix)
         self.schedules = SqlSchedules(self)
 
-    def _transaction(self, work: Callable[[Connection], T]) -> T:
-        with self.dialect.translate_errors(), self.engine.begin() as connection:
-            return work(connection)
+    def _transaction(self, work: Callable[[Connection], T], *, idempotent: bool = True) -> T:
+        """Run ``work`` in one transaction, repeating it after a deadlock or lock-wait timeout.
+
+        Those undo the whole transaction, so repeating is always safe and callers never see
+        them unless they persist. After a dropped connection the commit may have happened:
+        ``work`` is repeated once, on a fresh connection, only when it is ``idempotent``.
+        """
+        attempt = 1
+        while True:
+            try:
+                with self.dialect.translate_errors(), self.engine.begin() as connection:
+                    return work(connection)
+            except TransientStoreError as error:
+                if error.rolled_back and attempt < CONFLICT_ATTEMPTS:
+                    delay = conflict_delay(attempt)
+                    logger.debug("%s; repeating the transaction in %.3f s", error, delay)
+                    time.sleep(delay)
+                elif not error.rolled_back and idempotent and attempt == 1:
+                    logger.info("%s; repeating the transaction on a new connection", error)
+                else:
+                    raise
+            attempt += 1
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
@@ -43,7 +68,8 @@ class SqlStore:
         if connection is not None:
             with self.dialect.translate_errors():
                 return self._insert_all(connection, rows)
-        return self._transaction(lambda conn: self._insert_all(conn, rows))
+        # Repeating an insert whose commit may have landed would queue the jobs twice.
+        return self._transaction(lambda conn: self._insert_all(conn, rows), idempotent=False)
 
     def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
         """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
@@ -310,7 +336,7 @@ class SqlStore:
             found = connection.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first()
             return False if found is not None else None
 
-        return self._transaction(work)
+        return self._transaction(work, idempotent=False)
 
     def retry(self, transition: Transition) -> bool:
         jobs = self.schema.jobs
@@ -325,7 +351,8 @@ class SqlStore:
                 cancel_requested=False,
             )
         )
-        return bool(self._transaction(lambda conn: conn.execute(statement).rowcount))
+        changed = self._transaction(lambda conn: conn.execute(statement).rowcount, idempotent=False)
+        return bool(changed)
 
     def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
         """Take or renew the named lease unless another owner holds it past ``now``."""
@@ -461,3 +488,8 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         unique_key=data["unique_key"],
         trace=trace,
     )
+
+
+def conflict_delay(attempt: int) -> float:
+    """10 ms doubling per attempt, jittered so that the two sides of a deadlock drift apart."""
+    return float(0.01 * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
