@@ -38,7 +38,6 @@ from rota.core.transitions import manual_retry
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
-    DatabaseUnavailable,
     InvalidArguments,
     JobNotFound,
     ScheduleNotFound,
@@ -46,6 +45,7 @@ from rota.errors import (
 )
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
+from rota.runtime.connect import DatabaseWait
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention, prune_finished
@@ -513,11 +513,13 @@ class Rota:
     # -- running -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect (retrying), migrate if enabled, register and start this process's worker."""
+        """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker."""
+        await self._start(self.config.connect_timeout)
+
+    async def _start(self, connect_timeout: float | None) -> None:
         if self._worker is not None:
             return
-        await asyncio.to_thread(self._ensure_ready)
-        await asyncio.to_thread(self._sync_schedules)
+        await self._await_ready(connect_timeout)
         self._loop = asyncio.get_running_loop()
         self.events.bind(self._loop)
         settings = WorkerSettings(
@@ -529,7 +531,11 @@ class Rota:
         self._task_threads = ThreadPoolExecutor(settings.concurrency, "rota-task")
         self._db_threads = ThreadPoolExecutor(3, "rota-db")
         worker = Worker(self.store, self._executor(), settings, self.events, self._db_call)
-        await worker.start()
+        try:
+            await worker.start()
+        except BaseException:
+            await self._release_threads()
+            raise
         self._worker = worker
         self._scheduler = Scheduler(
             self.store.schedules,
@@ -551,6 +557,9 @@ class Rota:
         if scheduler is not None:
             await scheduler.stop()
         await worker.stop(grace)
+        await self._release_threads()
+
+    async def _release_threads(self) -> None:
         if self._task_threads is not None:
             self._task_threads.shutdown(wait=False, cancel_futures=True)
         if self._db_threads is not None:
@@ -576,19 +585,27 @@ class Rota:
         asyncio.run(self._run_until_signalled(grace))
 
     async def _run_until_signalled(self, grace: float) -> None:
+        """Wait for the database for as long as it takes, unless a signal comes first."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        starting = asyncio.create_task(self._start(connect_timeout=None))
+        stopping = asyncio.create_task(stop.wait())
         try:
-            await self.start()
-            await stop.wait()
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if starting.done():
+                starting.result()
+                await stopping
             logger.info(
                 "stopping: waiting up to %s s for running jobs",
                 grace,
                 extra={"event": "worker.stopping"},
             )
         finally:
+            for task in (starting, stopping):
+                task.cancel()
+            await asyncio.gather(starting, stopping, return_exceptions=True)
             await self.stop(grace)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
@@ -699,35 +716,35 @@ class Rota:
         return work()
 
     def _ensure_ready(self) -> None:
-        """Connect once, retrying until ``connect_timeout``; migrate when enabled."""
+        """Connect, retrying until ``connect_timeout``; migrate when enabled."""
         if self._ready:
             return
+        wait = DatabaseWait(describe_url(self.config.url), self.config.connect_timeout)
+        while True:
+            try:
+                self._connect_once()
+                break
+            except StoreError as error:
+                time.sleep(wait.failed(error))
+        wait.succeeded()
+
+    async def _await_ready(self, timeout: float | None) -> None:
+        """``_ensure_ready`` plus the schedule sync, without blocking the loop between tries."""
+        wait = DatabaseWait(describe_url(self.config.url), timeout)
+        while True:
+            try:
+                await asyncio.to_thread(self._connect_once)
+                await asyncio.to_thread(self._sync_schedules)
+                break
+            except StoreError as error:
+                await asyncio.sleep(wait.failed(error))
+        wait.succeeded()
+
+    def _connect_once(self) -> None:
         with self._ready_lock:
-            if self._ready:
-                return
-            deadline = time.monotonic() + self.config.connect_timeout
-            delay = 0.2
-            where = describe_url(self.config.url)
-            while True:
-                try:
-                    self._connect()
-                    break
-                except StoreError as error:
-                    if time.monotonic() + delay > deadline:
-                        raise DatabaseUnavailable(
-                            f"cannot reach the {where} after {self.config.connect_timeout} s: "
-                            f"{error}"
-                        ) from error
-                    logger.warning(
-                        "cannot reach the %s (%s); retrying in %.1f s",
-                        where,
-                        error,
-                        delay,
-                        extra={"event": "db.unavailable"},
-                    )
-                    time.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-            self._ready = True
+            if not self._ready:
+                self._connect()
+                self._ready = True
 
     def _connect(self) -> None:
         store = self.store

@@ -60,3 +60,9 @@ def test_postgres_errors_are_told_apart_by_sqlstate(
     original = psycopg.errors.lookup(sqlstate)("message")
     error = sa_exc.OperationalError("UPDATE ...", {}, original)
     assert (POSTGRES.is_transient(error), POSTGRES.is_conflict(error)) == (transient, conflict)
+
+
+def test_postgres_refusing_connections_is_transient() -> None:
+    refused = psycopg.OperationalError("connection failed: Connection refused")
+    error = sa_exc.OperationalError("connect", {}, refused)
+    assert (POSTGRES.is_transient(error), POSTGRES.is_conflict(error)) == (True, False)

@@ -183,7 +183,7 @@ class Scheduler:
         while not self._stopping.is_set():
             try:
                 delay = await self._pass()
-                backoff.failures = 0
+                backoff.succeeded()
             except StoreError as error:
                 delay = backoff.failed(error)
             self._wake.clear()

@@ -93,6 +93,16 @@ class Backoff:
         )
         return delay
 
+    def succeeded(self) -> None:
+        if self.failures:
+            logger.info(
+                "database calls of the %s loop work again after %d failure(s)",
+                self.loop_name,
+                self.failures,
+                extra={"event": "worker.db_recovered"},
+            )
+            self.failures = 0
+
 
 class Worker:
     def __init__(
@@ -212,7 +222,7 @@ class Worker:
                         for job in jobs:
                             self._launch(job, index)
                         claimed += len(jobs)
-                    backoff.failures = 0
+                    backoff.succeeded()
                 except StoreError as error:
                     idle_wait = backoff.failed(error)
                 if claimed:
@@ -270,7 +280,7 @@ class Worker:
             self._report_wake.clear()
             try:
                 await self._flush()
-                backoff.failures = 0
+                backoff.succeeded()
             except StoreError as error:
                 delay = backoff.failed(error)
                 if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
@@ -310,7 +320,7 @@ class Worker:
             delay = self.settings.heartbeat_interval
             try:
                 await self._heartbeat()
-                backoff.failures = 0
+                backoff.succeeded()
             except StoreError as error:
                 delay = min(delay, backoff.failed(error))
             await asyncio.sleep(delay)
@@ -345,7 +355,7 @@ class Worker:
                     self.clock.now(),
                     self.settings.rescue_batch,
                 )
-                backoff.failures = 0
+                backoff.succeeded()
                 if rescued:
                     self._wake.set()
             except StoreError as error:
@@ -369,7 +379,7 @@ class Worker:
                 )
                 if pruned:
                     self.events.emit("jobs.pruned", count=pruned)
-                backoff.failures = 0
+                backoff.succeeded()
             except StoreError as error:
                 delay = backoff.failed(error)
             await asyncio.sleep(delay)

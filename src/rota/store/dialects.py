@@ -16,6 +16,7 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +25,13 @@ from sqlalchemy import Select, Table, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql, postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
 from rota.errors import ConfigError, StoreError, TransientStoreError
 
+logger = logging.getLogger("rota.store")
 DRIVER_DEFAULTS = {
     "mysql": "mysql+pymysql",
     "mariadb": "mariadb+pymysql",
@@ -80,6 +82,8 @@ class Dialect:
             message = str(error.orig).lower()
             return "locked" in message or "busy" in message
         if self.name == "postgresql":
+            if code is None:  # psycopg could not connect at all: no server to give a SQLSTATE
+                return isinstance(error, sa_exc.OperationalError)
             return isinstance(code, str) and code.startswith(PG_TRANSIENT_PREFIXES)
         return code in MYSQL_TRANSIENT
 
@@ -141,6 +145,7 @@ def create_engine(url: str | URL) -> tuple[Engine, Dialect]:
         return engine, Dialect("sqlite", returning=True, skip_locked=False)
     if backend == "postgresql":
         engine = sa_create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+        _log_disconnects(engine)
         return engine, Dialect("postgresql", returning=True, skip_locked=True)
     if backend in ("mysql", "mariadb"):
         engine = sa_create_engine(
@@ -150,6 +155,7 @@ def create_engine(url: str | URL) -> tuple[Engine, Dialect]:
             isolation_level="READ COMMITTED",
             connect_args={"connect_timeout": 5, "charset": "utf8mb4"},
         )
+        _log_disconnects(engine)
         return engine, Dialect("mysql", returning=False, skip_locked=True)
     raise ConfigError(f"unsupported database {backend!r}: use sqlite, postgresql or mysql")
 
@@ -178,6 +184,25 @@ def describe_url(url: str | URL) -> str:
     parsed = make_url(url)
     host = f"{parsed.host}:{parsed.port}" if parsed.port else (parsed.host or "")
     return f"{parsed.get_backend_name()} database {parsed.database!r} on {host or 'local file'}"
+
+
+def _log_disconnects(engine: Engine) -> None:
+    """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
+
+    The pool replaces it on its own, found dead before use (pre-ping) or mid-transaction,
+    which the caller then sees as a ``TransientStoreError``; without this line an operator
+    would never learn that connections are being lost.
+    """
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        if context.is_disconnect:
+            logger.warning(
+                "lost a database connection (%s: %s); the pool will open a new one",
+                type(context.original_exception).__name__,
+                context.original_exception,
+                extra={"event": "db.disconnected", "pre_ping": context.is_pre_ping},
+            )
 
 
 def _configure_sqlite(engine: Engine) -> None:
