@@ -133,3 +133,9 @@ def rota(make_rota: Callable[..., Rota]) -> Rota:
 def mariadb(tmp_path: Any) -> Iterator[Database]:
     """MariaDB alone, for what the issue asks of MySQL specifically."""
     yield from _database("mariadb", tmp_path)
+
+
+@pytest.fixture
+def postgres(tmp_path: Any) -> Iterator[Database]:
+    """PostgreSQL alone, for what only it is tested with (stopping the server)."""
+    yield from _database("postgres", tmp_path)

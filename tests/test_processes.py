@@ -11,125 +11,26 @@ time and the pid of the process that ran it.  Every wait polls observable state 
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import IO
 
 import pytest
 
 from rota import Job, JobState, Rota
-from rota.core.model import WorkerInfo
 from tests.conftest import Database
-from tests.helpers import wait_until
+from tests.workers import EPOCH, GRACE, LEASE, POLL, Workers
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = "tests.apps.process_app:app"
-LEASE = 2.0
-POLL = 0.2
-GRACE = 2.0
 # Scheduling slack for the rescuing worker: its DB round trips and thread hand-offs.
 RESCUE_MARGIN = 0.5
 # Time allowed for a process to exit after its grace: final report, unregister, interpreter exit.
 EXIT_MARGIN = 3.0
-START_TIMEOUT = 20.0
-EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
-
-
-class Workers:
-    """Starts ``rota worker`` processes on the test's database; kills leftovers at teardown."""
-
-    def __init__(self, db: Database, control: Rota, tmp_path: Path) -> None:
-        self.db = db
-        self.control = control
-        self.marks = tmp_path / "marks"
-        self.marks.mkdir()
-        self.logs = tmp_path
-        self.started: list[tuple[subprocess.Popen[bytes], Path, IO[bytes]]] = []
-
-    def start(self) -> subprocess.Popen[bytes]:
-        """Start one worker and return once it has registered itself in ``<prefix>workers``."""
-        env = {
-            **os.environ,
-            "ROTA_TEST_URL": self.db.url,
-            "ROTA_TEST_PREFIX": self.db.prefix,
-            "ROTA_TEST_DIR": str(self.marks),
-            "ROTA_TEST_LEASE": str(LEASE),
-            "ROTA_TEST_POLL": str(POLL),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        }
-        # rota/cli.py has no ``__main__`` block: this is what the ``rota`` script runs.
-        command = [sys.executable, "-c", "from rota.cli import main; main()"]
-        command += ["worker", APP, "--grace", str(GRACE)]
-        log_path = self.logs / f"worker-{len(self.started)}.log"
-        log = log_path.open("wb")
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        self.started.append((process, log_path, log))
-        self.wait(lambda: self.registration(process) is not None, process, timeout=START_TIMEOUT)
-        return process
-
-    def log(self, process: subprocess.Popen[bytes]) -> str:
-        for candidate, path, _ in self.started:
-            if candidate is process:
-                return path.read_text(errors="replace")
-        return ""
-
-    def wait(
-        self,
-        check: Callable[[], object],
-        *alive: subprocess.Popen[bytes],
-        timeout: float = 10.0,
-    ) -> None:
-        """``wait_until(check)``, failing at once (with its log) if a worker in ``alive`` dies."""
-
-        def alive_and(check: Callable[[], object]) -> object:
-            for process in alive:
-                if process.poll() is not None:
-                    raise AssertionError(
-                        f"worker {process.pid} exited with {process.returncode} while waiting "
-                        f"for {check}; its log:\n{self.log(process)}"
-                    )
-            return check()
-
-        wait_until(lambda: alive_and(check), timeout=timeout)
-
-    def registration(self, process: subprocess.Popen[bytes]) -> WorkerInfo | None:
-        for info in self.control.store.workers(EPOCH):
-            if info.pid == process.pid:
-                return info
-        return None
-
-    def mark(self, job_id: int, attempt: int, event: str) -> tuple[float, int] | None:
-        """``(wall-clock time, pid)`` a handler recorded for this attempt, or ``None``."""
-        path = self.marks / f"{job_id}.{attempt}.{event}"
-        if not path.exists():
-            return None
-        at, pid = path.read_text().split()
-        return float(at), int(pid)
-
-    def stop_all(self) -> None:
-        for process, path, log in self.started:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=10)
-            log.close()
-            print(f"--- worker {process.pid} (exit {process.returncode}) ---")
-            print(path.read_text(errors="replace"))
 
 
 @pytest.fixture

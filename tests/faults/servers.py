@@ -1,0 +1,141 @@
+"""Taking the real database servers away from running workers, and giving them back.
+
+PostgreSQL is stopped and started for real (``pg_ctlcluster``, as ``.ci/run`` starts it).
+MariaDB is never stopped: other work may share the server, so its connections are killed with
+``KILL CONNECTION`` (they belong to a user made for the test), and "down at start" is a port
+where nothing listens until a forwarder to the real server opens it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from tests.conftest import Database
+
+
+def _cluster() -> list[str]:
+    versions = sorted(os.listdir("/etc/postgresql")) if Path("/etc/postgresql").is_dir() else []
+    if not shutil.which("pg_ctlcluster") or not versions or os.geteuid() != 0:
+        message = "stopping PostgreSQL needs root and pg_ctlcluster (Debian's postgresql-common)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main"]
+
+
+def postgres_ready() -> bool:
+    probe = ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]
+    return subprocess.run(probe, check=False).returncode == 0
+
+
+@contextlib.contextmanager
+def postgres_stopped() -> Iterator[None]:
+    """PostgreSQL is down inside the block and answering again after it, whatever happens."""
+    cluster = _cluster()
+    subprocess.run([*cluster, "stop", "-m", "fast"], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*cluster, "start"], check=True, capture_output=True)
+        deadline = time.monotonic() + 60
+        while not postgres_ready():
+            if time.monotonic() > deadline:
+                raise AssertionError("PostgreSQL did not come back within 60 s")
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def mariadb_user(db: Database) -> Iterator[str]:
+    """A user of its own for the workers, so that killing its connections kills only theirs."""
+    name = f"rota_{uuid.uuid4().hex[:12]}"
+    engine = db.engine()
+    database = make_url(db.url).database
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE USER '{name}'@'%'"))
+        connection.execute(text(f"GRANT ALL ON `{database}`.* TO '{name}'@'%'"))
+    try:
+        yield make_url(db.url).set(username=name, password=None).render_as_string(False)
+    finally:
+        with engine.begin() as connection:
+            for row in connection.execute(
+                text("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = :user"),
+                {"user": name},
+            ):
+                with contextlib.suppress(Exception):
+                    connection.execute(text(f"KILL CONNECTION {int(row.ID)}"))
+            connection.execute(text(f"DROP USER '{name}'@'%'"))
+        engine.dispose()
+
+
+def kill_connections(db: Database, user: str) -> int:
+    """``KILL CONNECTION`` every session of ``user``; return how many there were."""
+    engine = db.engine()
+    try:
+        with engine.begin() as connection:
+            ids = connection.execute(
+                text("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = :user"),
+                {"user": user},
+            ).scalars()
+            killed = 0
+            for session in list(ids):
+                with contextlib.suppress(Exception):  # it may have closed meanwhile
+                    connection.execute(text(f"KILL CONNECTION {int(session)}"))
+                    killed += 1
+            return killed
+    finally:
+        engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Forwarder:
+    """Listens on ``port`` and pipes every connection to ``target``: the server "comes up"."""
+
+    def __init__(self, port: int, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.sockets: list[socket.socket] = []
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        for connection in self.sockets:
+            connection.close()
