@@ -48,3 +48,9 @@ def as_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc)
+
+
+def offset(sent: datetime, remote: datetime, received: datetime) -> timedelta:
+    """How far a remote clock reads ahead of ours, taking its reading as the round trip's
+    midpoint (the error is at most half the round trip)."""
+    return remote - (sent + (received - sent) / 2)

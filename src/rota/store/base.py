@@ -117,6 +117,10 @@ class Store(Protocol):
 
     def workers(self, alive_since: datetime) -> list[WorkerInfo]: ...
 
+    def server_time(self) -> datetime | None:
+        """The database server's clock (UTC), or ``None`` where it is this host's (SQLite)."""
+        ...
+
 
 class ScheduleStore(Protocol):
     """Schedules by name; ``fire`` is the only way ticks become jobs."""

@@ -72,6 +72,14 @@ class Dialect:
         key = next(iter(table.primary_key.columns))
         return statement.on_duplicate_key_update({key.name: key})
 
+    def server_time_query(self) -> str | None:
+        """The server's current UTC time as a naive timestamp; SQLite runs in this process."""
+        if self.name == "postgresql":
+            return "SELECT clock_timestamp() AT TIME ZONE 'UTC'"
+        if self.name == "mysql":
+            return "SELECT UTC_TIMESTAMP(6)"
+        return None
+
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         if error.connection_invalidated:
             return True

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
+from rota.core.clock import as_utc
 from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
 from rota.core.transitions import Transition
 from rota.errors import TransientStoreError
@@ -420,6 +421,13 @@ class SqlStore:
         query = select(workers).where(workers.c.heartbeat_at >= alive_since).order_by(workers.c.id)
         rows = self._transaction(lambda conn: conn.execute(query).all())
         return [_to_worker(row) for row in rows]
+
+    def server_time(self) -> datetime | None:
+        query = self.dialect.server_time_query()
+        if query is None:
+            return None
+        value = self._transaction(lambda conn: conn.exec_driver_sql(query).scalar_one())
+        return as_utc(value)
 
 
 def _to_worker(row: Row[Any]) -> WorkerInfo:
