@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
@@ -45,7 +46,7 @@ from rota.errors import (
 )
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
-from rota.runtime.connect import DatabaseWait
+from rota.runtime.connect import DatabaseWait, check_clock
 from rota.runtime.drain import drain
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention, prune_finished
@@ -520,6 +521,8 @@ class Rota:
         if self._worker is not None:
             return
         await self._await_ready(connect_timeout)
+        with contextlib.suppress(StoreError):
+            await asyncio.to_thread(check_clock, self.store, self.clock, self.config.lease_seconds)
         self._loop = asyncio.get_running_loop()
         self.events.bind(self._loop)
         settings = WorkerSettings(
