@@ -32,6 +32,10 @@ ALIASES = {
     "@annually": "0 0 1 1 *",
 }
 FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
+MAX_LENGTH = 255
+"""Schedules store the expression as given in a 255-character column."""
+MAX_ZONE_LENGTH = 64
+"""The zone's column is as wide; the longest IANA name has 32 characters."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,15 @@ class Cron:
 
 
 def zone(name: str) -> ZoneInfo:
+    """The zone of an IANA name; ``InvalidTimezone`` for anything else, whatever the text."""
+    if isinstance(name, str) and len(name) > MAX_ZONE_LENGTH:
+        raise InvalidTimezone(
+            f"unknown time zone {name[:MAX_ZONE_LENGTH]!r}...: IANA names are at most "
+            f"{MAX_ZONE_LENGTH} characters long"
+        )
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError) as exc:
         raise InvalidTimezone(
             f"unknown time zone {name!r}: use an IANA name such as 'Europe/Berlin'"
         ) from exc
@@ -73,6 +83,11 @@ def zone(name: str) -> ZoneInfo:
 def _fields(expression: str) -> str:
     if not isinstance(expression, str):
         raise InvalidCron(f"a cron expression must be a string, got {type(expression).__name__}")
+    if len(expression) > MAX_LENGTH:
+        raise InvalidCron(
+            f"cron expression {expression[:40]!r}... is {len(expression)} characters long; "
+            f"at most {MAX_LENGTH} are stored"
+        )
     text = " ".join(expression.split())
     if text.startswith("@"):
         if text.lower() not in ALIASES:
