@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timedelta
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL, make_url
 
 from rota.errors import ConfigError
 
@@ -15,6 +18,8 @@ URL_VARIABLE = "ROTA_DATABASE_URL"
 
 @dataclass(frozen=True)
 class RotaConfig:
+    """A ``Rota``'s settings; its ``repr`` masks the URL's password so it can be logged."""
+
     url: str
     concurrency: int = 5
     catchup_missed: bool = False
@@ -34,6 +39,11 @@ class RotaConfig:
     failed_retention: timedelta = timedelta(days=30)
 
     def __post_init__(self) -> None:
+        if _parsed(self.url) is None:
+            # Raised outside SQLAlchemy's handler: its error may quote the URL, password and all.
+            raise ConfigError(
+                "not a database URL rota can use, e.g. mysql://user:password@host/database"
+            )
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.max_missed_runs < 0:
@@ -54,6 +64,30 @@ class RotaConfig:
             raise ConfigError(
                 f"table_prefix must be up to 20 letters, digits or '_', got {self.table_prefix!r}"
             )
+
+    def __repr__(self) -> str:
+        values = {item.name: getattr(self, item.name) for item in fields(self)}
+        values["url"] = masked_url(self.url)
+        return f"RotaConfig({', '.join(f'{name}={value!r}' for name, value in values.items())})"
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password, and any password in its query string, shown as ``***``."""
+    parsed = _parsed(url)
+    if parsed is None:
+        return "***"
+    secrets = {key: "***" for key in parsed.query if "pass" in key.lower()}
+    if secrets:
+        parsed = parsed.update_query_dict(secrets)
+    return parsed.render_as_string(hide_password=True)
+
+
+def _parsed(url: str) -> URL | None:
+    """The URL, or ``None`` when SQLAlchemy cannot read it (a bad port is a ``ValueError``)."""
+    try:
+        return make_url(url)
+    except (sa_exc.ArgumentError, ValueError, TypeError):
+        return None
 
 
 def default_url() -> str:
