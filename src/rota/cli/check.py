@@ -65,8 +65,8 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     is missing or behind this version of rota.
     """
     target = url or default_url()
+    rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
     report = Report(database=describe_url(target))
-    rota = build_rota(target, table_prefix)
     try:
         examine(rota, report)
     except RotaError as error:

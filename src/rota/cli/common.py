@@ -21,12 +21,20 @@ from sqlalchemy.engine import make_url
 
 from rota.app import Rota
 from rota.config import default_url
-from rota.errors import ConfigError, DatabaseUnavailable, RotaError, StoreError
+from rota.errors import (
+    ConfigError,
+    DatabaseUnavailable,
+    InvalidArguments,
+    JobNotFound,
+    RotaError,
+    StoreError,
+)
 from rota.store import migrate as migrations
 from rota.store.dialects import check_server, describe_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONNECT_TIMEOUT = 5.0
+MAX_JOB_ID = 2**63 - 1
 
 
 def database_options(command: F) -> F:
@@ -58,7 +66,7 @@ def fail(message: str) -> click.ClickException:
 
 def scrub(text: str, url: str) -> str:
     """``text`` without the URL's password, should a driver ever repeat it."""
-    with contextlib.suppress(sa_exc.ArgumentError):
+    with contextlib.suppress(sa_exc.ArgumentError, ValueError):  # a bad port: ValueError
         password = make_url(url).password
         if password:
             return text.replace(str(password), "***")
@@ -95,6 +103,20 @@ def reporting(url: str) -> Iterator[None]:
     except sa_exc.DBAPIError as error:  # its text holds the statement; the driver's does not
         message = f"{type(error.orig).__name__}: {error.orig}"
         raise fail(f"{StoreError.code}: {scrub(message, url)}") from error
+    except UnicodeEncodeError as error:
+        # Bytes that are not UTF-8 on the command line reach Python as lone surrogates, which
+        # no database driver can send.
+        bad = error.object[error.start : error.end]
+        raise fail(
+            f"{InvalidArguments.code}: an argument is not valid UTF-8 text (it holds {bad!r})"
+        ) from error
+
+
+def require_job_id(job_id: int) -> int:
+    """A job id that can exist: ids are positive 64-bit integers, larger ones name no job."""
+    if not 0 < job_id <= MAX_JOB_ID:
+        raise fail(f"{JobNotFound.code}: job {job_id} does not exist")
+    return job_id
 
 
 def require_sqlite_file(rota: Rota) -> None:

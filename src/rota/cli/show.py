@@ -17,6 +17,7 @@ from rota.cli.common import (
     json_option,
     pairs,
     render,
+    require_job_id,
     table,
 )
 from rota.core.cron import Cron, zone
@@ -25,6 +26,7 @@ from rota.display import NONE, local, span, when
 from rota.errors import RotaError
 
 NEXT_RUNS = 3
+MAX_LIMIT = 1_000_000
 
 
 @click.command()
@@ -38,7 +40,11 @@ NEXT_RUNS = 3
 @click.option("--task", default=None, help="Only jobs of this task.")
 @click.option("--queue", default=None, help="Only jobs of this queue.")
 @click.option(
-    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many."
+    "--limit",
+    type=click.IntRange(min=1, max=MAX_LIMIT),
+    default=50,
+    show_default=True,
+    help="At most this many.",
 )
 @database_options
 @json_option
@@ -84,7 +90,7 @@ def jobs(
 def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     """Show one job in full: arguments, timings, schedule, every attempt's error."""
     with connected(url, table_prefix) as rota:
-        found = rota.job(job_id)
+        found = rota.job(require_job_id(job_id))
     if as_json:
         emit_json(job_dict(found, full=True))
         return
