@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy import exc as sa_exc
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -47,6 +48,7 @@ SESSION_COOKIE = "rota_session"
 CSRF_COOKIE = "rota_csrf"
 CSRF_FIELD = "csrf_token"
 MAX_FORM_BYTES = 16_384
+MAX_FORM_FIELDS = 50
 
 
 class Dashboard:
@@ -245,17 +247,29 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
         )
 
     async def form_of(request: Request) -> dict[str, str]:
-        """The fields of a URL-encoded form (the only kind the dashboard's forms send)."""
-        if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+        """The fields of a URL-encoded form (the only kind the dashboard's forms send).
+
+        The body is read up to ``MAX_FORM_BYTES`` whatever ``Content-Length`` claims, so a
+        lying or chunked request cannot make the dashboard buffer more.
+        """
+        declared = request.headers.get("content-length", "").strip()
+        if declared and (not declared.isdigit() or not declared.isascii()):
+            raise HTTPException(400, "malformed Content-Length")
+        if declared and int(declared) > MAX_FORM_BYTES:
             raise HTTPException(413, "form too large")
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "application/x-www-form-urlencoded":
             return {}
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise HTTPException(413, "form too large")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise HTTPException(413, "form too large")
         text = body.decode("utf-8", errors="replace")
-        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=50))
+        try:
+            return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
+        except ValueError:
+            raise HTTPException(413, f"a form has at most {MAX_FORM_FIELDS} fields") from None
 
     def action(
         work: Callable[[Request], str | None], fallback: Callable[[Request], str]
@@ -366,6 +380,12 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
 
     async def store_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
+        if isinstance(exc.__cause__, sa_exc.DataError):
+            # The database refused a value the request carried (a NUL byte in PostgreSQL text,
+            # a number out of range): the request is wrong, not the database.
+            return dashboard.error(
+                request, 400, "Bad request", f"The database refused a value: {exc}"
+            )
         return dashboard.error(
             request,
             503,

@@ -28,6 +28,7 @@ MAX_PAGE = SCAN_LIMIT // PER_PAGE
 NEXT_RUNS = 5
 CHART_HOURS = 24
 MAX_ID = 2**63 - 1
+MAX_DIGITS = len(str(MAX_ID))
 
 
 class BadQuery(ValueError):
@@ -45,13 +46,27 @@ class JobsQuery:
     page: int = 1
 
 
+def shown(value: str, limit: int = 40) -> str:
+    """A query value quoted for an error message, cut short when long."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}..."
+
+
+def whole_number(text: str) -> int | None:
+    """``text`` as a non-negative integer of ASCII digits, or ``None``.
+
+    ``str.isdigit`` also accepts superscripts and other scripts' digits, which ``int`` may
+    refuse, and ``int`` refuses more than 4,300 digits: both are checked before converting.
+    """
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > MAX_DIGITS:
+        return None
+    return int(text)
+
+
 def parse_job_id(text: str) -> int | None:
     """A job id from a path or query value; ``None`` when it cannot name a job."""
-    text = text.strip()
-    if not text.isdigit():
-        return None
-    value = int(text)
-    return value if 0 < value <= MAX_ID else None
+    value = whole_number(text)
+    return value if value is not None and 0 < value <= MAX_ID else None
 
 
 def parse_jobs_query(params: Mapping[str, str], states: Sequence[str]) -> JobsQuery:
@@ -64,22 +79,23 @@ def parse_jobs_query(params: Mapping[str, str], states: Sequence[str]) -> JobsQu
             parsed.append(JobState(value))
         except ValueError:
             allowed = ", ".join(state.value for state in JobState)
-            raise BadQuery(f"unknown state {value!r}: use one of {allowed}") from None
+            raise BadQuery(f"unknown state {shown(value)}: use one of {allowed}") from None
     page_text = params.get("page", "1").strip() or "1"
-    if not page_text.isdigit() or not 1 <= int(page_text) <= MAX_PAGE:
-        raise BadQuery(f"page must be a whole number from 1 to {MAX_PAGE}, got {page_text!r}")
+    page = whole_number(page_text)
+    if page is None or not 1 <= page <= MAX_PAGE:
+        raise BadQuery(f"page must be a whole number from 1 to {MAX_PAGE}, got {shown(page_text)}")
     job_id = None
     id_text = params.get("id", "").strip()
     if id_text:
         job_id = parse_job_id(id_text)
         if job_id is None:
-            raise BadQuery(f"a job id is a positive whole number, got {id_text!r}")
+            raise BadQuery(f"a job id is a positive whole number, got {shown(id_text)}")
     task = params.get("task", "").strip() or None
     queue = params.get("queue", "").strip() or None
     for name, given in (("task", task), ("queue", queue)):
         if given is not None and len(given) > 255:
             raise BadQuery(f"{name} must be at most 255 characters")
-    return JobsQuery(tuple(parsed), task, queue, job_id, int(page_text))
+    return JobsQuery(tuple(parsed), task, queue, job_id, page)
 
 
 def _utc(moment: datetime) -> datetime:
