@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from rota.app import LIVE_WORKER_WINDOW, Rota
 from rota.core.cron import Cron, zone
-from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
+from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats, WorkerInfo
 from rota.errors import RotaError
 
 PER_PAGE = 50
@@ -182,9 +182,50 @@ def hourly_chart(jobs: Sequence[Job], now: datetime) -> dict[str, Any]:
     }
 
 
+def claimable(workers: Sequence[WorkerInfo]) -> set[tuple[str, str]]:
+    """The (task, queue) pairs some live worker both registers and serves."""
+    return {(task, queue) for w in workers for task in w.tasks for queue in w.queues}
+
+
+def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
+    """Why no live worker can claim this pending job (as ``rota check`` says), else ``None``."""
+    if (job.task, job.queue) in claimable(workers):
+        return None
+    if any(job.task in worker.tasks for worker in workers):
+        return f"no live worker with task {job.task!r} serves queue {job.queue!r}"
+    return f"no live worker registers task {job.task!r}"
+
+
+def stranded(rota: Rota, workers: Sequence[WorkerInfo]) -> list[dict[str, Any]]:
+    """Pending jobs no live worker can claim, by task and queue, among the newest pending jobs.
+
+    Flagged here as ``rota check`` flags them: otherwise a job queued by name for a task that no
+    deployed worker registers would wait unseen.
+    """
+    ready = claimable(workers)
+    counts: Counter[tuple[str, str]] = Counter(
+        (job.task, job.queue)
+        for job in rota.store.jobs(states=(JobState.PENDING,), limit=SCAN_LIMIT)
+        if (job.task, job.queue) not in ready
+    )
+    registered = {task for worker in workers for task in worker.tasks}
+    return [
+        {
+            "task": task,
+            "queue": queue,
+            "pending": count,
+            "reason": "no live worker registers the task"
+            if task not in registered
+            else "no live worker with the task serves the queue",
+        }
+        for (task, queue), count in sorted(counts.items())
+    ]
+
+
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     jobs, truncated = _scan(rota)
+    live = rota.store.workers(now - LIVE_WORKER_WINDOW)
     counts = rota.store.counts()
     by_state: Counter[str] = Counter()
     by_queue: dict[str, Counter[str]] = defaultdict(Counter)
@@ -200,6 +241,7 @@ def overview(rota: Rota) -> dict[str, Any]:
         "scan_limit": SCAN_LIMIT,
         "chart": hourly_chart(jobs, now),
         "workers": live_workers(rota, now),
+        "stranded": stranded(rota, live),
     }
 
 
@@ -242,9 +284,13 @@ def page_query(query: JobsQuery, page: int) -> str:
 def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
     """One job in full; ``JobNotFound`` propagates as a 404."""
     job = rota.job(job_id)
+    now = rota.clock.now()
     took = None
     if job.started_at is not None and job.finished_at is not None:
         took = job.finished_at - job.started_at
+    waiting = None
+    if job.state is JobState.PENDING:
+        waiting = waiting_reason(job, rota.store.workers(now - LIVE_WORKER_WINDOW))
     return {
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
@@ -253,7 +299,8 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
         "can_cancel": job.state in (JobState.PENDING, JobState.RUNNING)
         and not job.cancel_requested,
-        "now": rota.clock.now(),
+        "now": now,
+        "waiting": waiting,
     }
 
 
