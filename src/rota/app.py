@@ -35,6 +35,7 @@ from rota.core.model import (
     ScheduleState,
     ScheduleStats,
 )
+from rota.core.names import check_name, name_problem
 from rota.core.transitions import manual_retry
 from rota.enqueue import Enqueue
 from rota.errors import (
@@ -236,17 +237,17 @@ class Rota:
         checked = Cron(cron, tz)
         task_name, definition, task_queue = self._resolve(task)
         spec = ScheduleSpec(
-            name=name or task_name,
+            name=task_name if name is None else name,
             task=task_name,
             cron=cron,
             tz=tz,
             payload=payload.encode(args, kwargs or {}, max_bytes=self.config.max_payload_bytes),
-            queue=queue or task_queue,
+            queue=task_queue if queue is None else queue,
             priority=(definition.priority if definition else 0) if priority is None else priority,
             source=ScheduleSource.RUNTIME,
         )
-        if not 0 < len(spec.name) <= 255:
-            raise ConfigError(f"schedule name must be 1 to 255 characters, got {spec.name!r}")
+        check_name("schedule", spec.name, ConfigError)
+        check_name("queue", spec.queue, ConfigError)
         now = self.clock.now()
         existing = self._with_schema(lambda: self.store.schedules.get(spec.name))
         if existing is not None and existing.spec.source is ScheduleSource.CODE:
@@ -257,6 +258,7 @@ class Rota:
 
     def pause(self, id: str | None = None) -> bool:
         """Pause one schedule by id, or every schedule; ticks missed while paused never run."""
+        self._storable_schedule_name(id)
         paused = self._with_schema(
             lambda: self.store.schedules.set_state(
                 id, ScheduleState.PAUSED, (ScheduleState.ACTIVE,)
@@ -267,6 +269,7 @@ class Rota:
 
     def resume(self, id: str | None = None) -> bool:
         """Resume one paused schedule, or all, from their next tick after now."""
+        self._storable_schedule_name(id)
         now = self.clock.now()
         paused = self._with_schema(lambda: self.store.schedules.all((ScheduleState.PAUSED,)))
         next_runs = {
@@ -278,6 +281,12 @@ class Rota:
         self._check_schedule(id, resumed)
         self._wake_scheduler()
         return bool(resumed)
+
+    @staticmethod
+    def _storable_schedule_name(name: str | None) -> None:
+        """A name no schedule can have is not found, rather than sent to the driver."""
+        if name is not None and name_problem("schedule", name) is not None:
+            raise ScheduleNotFound(f"schedule {name!r} does not exist")
 
     def _check_schedule(self, name: str | None, changed: int) -> None:
         if name is not None and not changed and self.store.schedules.get(name) is None:
@@ -372,13 +381,15 @@ class Rota:
         unique_key = request.unique_key
         if unique_key is None and definition is not None and definition.unique:
             unique_key = f"{name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
-        if unique_key is not None and not 0 < len(unique_key) <= 255:
-            raise InvalidArguments(f"unique_key must be 1 to 255 characters: {unique_key!r}")
+        if unique_key is not None:
+            check_name("unique_key", unique_key, InvalidArguments)
+        if request.queue is not None:
+            check_name("queue", request.queue, InvalidArguments)
         return NewJob(
             task=name,
             payload=encoded,
             run_at=self._run_at(request.delay, request.run_at),
-            queue=request.queue or task_queue,
+            queue=task_queue if request.queue is None else request.queue,
             priority=default_priority if request.priority is None else request.priority,
             max_attempts=definition.policy.max_attempts if definition else None,
             unique_key=unique_key,
@@ -393,7 +404,7 @@ class Rota:
         )
         if definition is not None:
             return definition.name, definition, definition.queue
-        name = str(task)
+        name = check_name("task", task, InvalidArguments)
         return name, None, self._remote_queue(name)
 
     def _remote_queue(self, name: str) -> str:
@@ -444,6 +455,7 @@ class Rota:
         A pending job is cancelled at once, a running one at its worker's next heartbeat.
         """
         if isinstance(id, str):
+            self._storable_schedule_name(id)
             ended = self._with_schema(
                 lambda: self.store.schedules.set_state(
                     id, ScheduleState.CANCELLED, (ScheduleState.ACTIVE, ScheduleState.PAUSED)
@@ -480,6 +492,7 @@ class Rota:
 
     def run_now(self, schedule_id: str) -> int:
         """Enqueue one job of the schedule at once; its cron ticks carry on as before."""
+        self._storable_schedule_name(schedule_id)
         schedule = self._with_schema(lambda: self.store.schedules.get(schedule_id))
         if schedule is None:
             raise ScheduleNotFound(f"schedule {schedule_id!r} does not exist")

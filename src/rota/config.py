@@ -10,6 +10,7 @@ from datetime import timedelta
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
+from rota.core.names import check_name
 from rota.errors import ConfigError
 
 DEFAULT_URL = "sqlite:///rota.db"
@@ -53,11 +54,9 @@ class RotaConfig:
         if self.lease_seconds < 3 * self.poll_interval:
             raise ConfigError("lease_seconds must be at least three poll intervals")
         for queue, limit in (self.queues or {}).items():
-            if not 0 < len(queue) <= 64 or limit < 1:
-                raise ConfigError(
-                    f"queue {queue!r} needs a name of 1 to 64 characters and a "
-                    f"concurrency of at least 1, got {limit!r}"
-                )
+            check_name("queue", queue, ConfigError)
+            if limit < 1:
+                raise ConfigError(f"queue {queue!r} needs a concurrency of at least 1, got {limit}")
         if self.succeeded_retention <= timedelta(0) or self.failed_retention <= timedelta(0):
             raise ConfigError("retention periods must be positive")
         if not self.table_prefix.replace("_", "").isalnum() or len(self.table_prefix) > 20:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import DEFAULT_QUEUE
+from rota.core.names import check_name
 from rota.errors import ConfigError, TaskNotRegistered
 
 Handler = Callable[..., Any]
@@ -39,14 +40,12 @@ class TaskDefinition:
     is_async: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.name or len(self.name) > 255:
-            raise ConfigError(f"task name must be 1 to 255 characters, got {self.name!r}")
+        check_name("task", self.name, ConfigError)
         if not callable(self.handler):
             raise ConfigError(f"task {self.name!r}: handler {self.handler!r} is not callable")
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError(f"task {self.name!r}: timeout must be positive")
-        if not self.queue or len(self.queue) > 64:
-            raise ConfigError(f"task {self.name!r}: queue must be 1 to 64 characters")
+        check_name("queue", self.queue, ConfigError)
         try:
             self.policy  # noqa: B018 - validates retries and delays
         except ValueError as exc:
