@@ -25,7 +25,6 @@ from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
     InvalidArguments,
-    JobNotFound,
     RotaError,
     StoreError,
 )
@@ -34,7 +33,6 @@ from rota.store.dialects import check_server, describe_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONNECT_TIMEOUT = 5.0
-MAX_JOB_ID = 2**63 - 1
 
 
 def database_options(command: F) -> F:
@@ -110,13 +108,6 @@ def reporting(url: str) -> Iterator[None]:
         raise fail(
             f"{InvalidArguments.code}: an argument is not valid UTF-8 text (it holds {bad!r})"
         ) from error
-
-
-def require_job_id(job_id: int) -> int:
-    """A job id that can exist: ids are positive 64-bit integers, larger ones name no job."""
-    if not 0 < job_id <= MAX_JOB_ID:
-        raise fail(f"{JobNotFound.code}: job {job_id} does not exist")
-    return job_id
 
 
 def require_sqlite_file(rota: Rota) -> None:

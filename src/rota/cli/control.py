@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import click
 
 from rota.app import LIVE_WORKER_WINDOW, Rota
-from rota.cli.common import connected, database_options, fail, require_job_id
+from rota.cli.common import connected, database_options, fail
 from rota.core.model import JobState, Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
@@ -28,7 +28,7 @@ RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 def retry(job_id: int, url: str | None, table_prefix: str) -> None:
     """Put a failed or cancelled job back to pending, with a fresh attempt budget."""
     with connected(url, table_prefix) as rota:
-        job = rota.job(require_job_id(job_id))
+        job = rota.job(job_id)
         if job.state not in RETRYABLE:
             raise fail(
                 f"job {job_id} is {job.state.value}: only failed or cancelled jobs can be retried"
@@ -56,7 +56,7 @@ def cancel(target: str, url: str | None, table_prefix: str) -> None:
 
 
 def cancel_job(rota: Rota, job_id: int) -> str:
-    before = rota.job(require_job_id(job_id))
+    before = rota.job(job_id)
     if before.state.is_final:
         raise fail(f"job {job_id} has ended ({before.state.value}): nothing to cancel")
     rota.cancel(job_id)

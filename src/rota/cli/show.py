@@ -17,7 +17,6 @@ from rota.cli.common import (
     json_option,
     pairs,
     render,
-    require_job_id,
     table,
 )
 from rota.core.cron import Cron, zone
@@ -90,7 +89,7 @@ def jobs(
 def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     """Show one job in full: arguments, timings, schedule, every attempt's error."""
     with connected(url, table_prefix) as rota:
-        found = rota.job(require_job_id(job_id))
+        found = rota.job(job_id)
     if as_json:
         emit_json(job_dict(found, full=True))
         return

@@ -8,6 +8,8 @@ from enum import Enum
 from typing import Any
 
 DEFAULT_QUEUE = "default"
+MAX_JOB_ID = 2**63 - 1
+"""Ids are positive 64-bit integers (``BIGINT``); a larger number names no job."""
 
 
 class JobState(str, Enum):

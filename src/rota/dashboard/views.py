@@ -19,7 +19,15 @@ from urllib.parse import urlencode
 
 from rota.app import LIVE_WORKER_WINDOW, Rota
 from rota.core.cron import Cron, zone
-from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats, WorkerInfo
+from rota.core.model import (
+    MAX_JOB_ID,
+    Job,
+    JobState,
+    Schedule,
+    ScheduleState,
+    ScheduleStats,
+    WorkerInfo,
+)
 from rota.errors import RotaError
 
 PER_PAGE = 50
@@ -27,8 +35,7 @@ SCAN_LIMIT = 10_000
 MAX_PAGE = SCAN_LIMIT // PER_PAGE
 NEXT_RUNS = 5
 CHART_HOURS = 24
-MAX_ID = 2**63 - 1
-MAX_DIGITS = len(str(MAX_ID))
+MAX_DIGITS = len(str(MAX_JOB_ID))
 
 
 class BadQuery(ValueError):
@@ -66,7 +73,7 @@ def whole_number(text: str) -> int | None:
 def parse_job_id(text: str) -> int | None:
     """A job id from a path or query value; ``None`` when it cannot name a job."""
     value = whole_number(text)
-    return value if value is not None and 0 < value <= MAX_ID else None
+    return value if value is not None and 0 < value <= MAX_JOB_ID else None
 
 
 def parse_jobs_query(params: Mapping[str, str], states: Sequence[str]) -> JobsQuery:

@@ -16,7 +16,15 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
 from rota.core.clock import as_utc
-from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
+from rota.core.model import (
+    DEFAULT_QUEUE,
+    MAX_JOB_ID,
+    AttemptError,
+    Job,
+    JobState,
+    NewJob,
+    WorkerInfo,
+)
 from rota.core.transitions import Transition
 from rota.errors import TransientStoreError
 from rota.store.dialects import Dialect
@@ -296,6 +304,8 @@ class SqlStore:
         return {(state, queue): int(count) for state, queue, count in rows}
 
     def job(self, job_id: int) -> Job | None:
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
         jobs = self.schema.jobs
         query = select(jobs).where(jobs.c.id == job_id)
         row = self._transaction(lambda conn: conn.execute(query).first())
@@ -319,6 +329,8 @@ class SqlStore:
         return self._transaction(lambda conn: [_to_job(row) for row in conn.execute(query)])
 
     def cancel(self, job_id: int, now: datetime) -> bool | None:
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
         jobs = self.schema.jobs
 
         def work(connection: Connection) -> bool | None:
