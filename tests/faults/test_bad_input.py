@@ -390,6 +390,43 @@ def test_stored_payloads_that_are_not_rotas_raise_invalid_arguments() -> None:
             payload.decode(text)
 
 
+def test_an_unreadable_payload_fails_its_job_and_blocks_no_other(db: Database, rota: Rota) -> None:
+    """A row written by a newer rota (payload version 2) or edited by hand must not stop the
+    worker from claiming, nor the CLI and dashboard from listing, every other job."""
+    ran: list[int] = []
+
+    @rota.task(retries=3)
+    def work(ctx: JobContext, n: int) -> None:
+        ran.append(n)
+
+    first, unreadable, last = (rota.queue(work, n) for n in (1, 2, 3))
+    jobs = rota.store.schema.jobs
+    with rota.store.engine.begin() as connection:
+        connection.execute(
+            jobs.update()
+            .where(jobs.c.id == unreadable)
+            .values(payload='{"v":2,"args":[2],"kwargs":{}}')
+        )
+
+    listed = {job.id: job for job in rota.store.jobs()}
+    assert set(listed) == {first, unreadable, last}
+    assert listed[unreadable].payload_error is not None
+    assert "unsupported job payload" in listed[unreadable].payload_error
+    result = rota.drain()
+
+    assert sorted(ran) == [1, 3]
+    assert (result.succeeded, result.failed, result.retried) == (2, 1, 0)
+    failed = rota.job(unreadable)
+    assert failed.state is JobState.FAILED and failed.attempt == 1, "not retried: it cannot read"
+    assert [(e.code, e.type) for e in failed.errors] == [
+        ("INVALID_ARGUMENTS", "rota.errors.InvalidArguments")
+    ]
+    shown = run_cli(db, "job", str(unreadable))
+    assert shown.exit_code == 0 and "unreadable: unsupported job payload" in shown.output
+    page = client_for(rota).get(f"/jobs/{unreadable}")
+    assert page.status_code == 200 and "Unreadable arguments" in page.text
+
+
 # -- unknown task names ----------------------------------------------------------------------
 
 

@@ -117,6 +117,8 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     render(pairs(facts))
     click.echo("")
     click.echo("arguments")
+    if found.payload_error is not None:
+        click.echo(f"  unreadable: {found.payload_error}")
     click.echo(f"  args:   {json.dumps(list(found.args), ensure_ascii=False)}")
     click.echo(f"  kwargs: {json.dumps(found.kwargs, ensure_ascii=False)}")
     if not found.errors:
@@ -214,6 +216,7 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
         data.update(
             args=list(job.args),
             kwargs=job.kwargs,
+            payload_error=job.payload_error,
             errors=[error.to_json() for error in job.errors],
             unique_key=job.unique_key,
             cancel_requested=job.cancel_requested,

@@ -107,6 +107,9 @@ class Job:
     cancel_requested: bool = False
     unique_key: str | None = None
     trace: str | None = None
+    payload_error: str | None = None
+    """Why the stored arguments cannot be read (written by a newer rota, or edited by hand):
+    such a job is still listed, and fails with ``INVALID_ARGUMENTS`` instead of running."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
-from rota.errors import JobTimeout, RotaError, TaskNotRegistered
+from rota.errors import InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
 from rota.tasks import TaskDefinition, TaskRegistry
@@ -63,8 +63,8 @@ class Executor:
         """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
         span = self.telemetry.begin(job, self.clock.now()) if self.telemetry else None
         definition = self.registry.find(job.task)
-        if definition is None:
-            error = TaskNotRegistered(f"task {job.task!r} is not registered in this worker")
+        if definition is None or job.payload_error is not None:
+            error = _refusal(job, registered=definition is not None)
             outcome = Outcome(OutcomeKind.FAILED, self._error(job, error), retryable=False)
             return Finished(self._decide(job, outcome, 0.0, span, error), None)
         ctx = JobContext(
@@ -169,6 +169,13 @@ class Executor:
                 )
             else:
                 self.events.job("job.failed", job, logging.ERROR, **details)
+
+
+def _refusal(job: Job, registered: bool) -> RotaError:
+    """Why ``job`` cannot run at all, so that no later attempt would do better."""
+    if not registered:
+        return TaskNotRegistered(f"task {job.task!r} is not registered in this worker")
+    return InvalidArguments(f"job {job.id} cannot be run: {job.payload_error}")
 
 
 def _cancel(runner: asyncio.Future[Any], thread: Future[Any] | None) -> asyncio.Future[Any]:

@@ -26,7 +26,7 @@ from rota.core.model import (
     WorkerInfo,
 )
 from rota.core.transitions import Transition
-from rota.errors import TransientStoreError
+from rota.errors import InvalidArguments, TransientStoreError
 from rota.store.dialects import Dialect
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, build_schema
@@ -483,7 +483,11 @@ def _errors_json(errors: Sequence[AttemptError]) -> str:
 def _to_job(row: Row[Any], **override: Any) -> Job:
     data = dict(row._mapping)
     data.update(override)
-    args, kwargs, trace = payload.decode(data["payload"])
+    try:
+        args, kwargs, trace = payload.decode(data["payload"])
+        unreadable = None
+    except InvalidArguments as error:
+        args, kwargs, trace, unreadable = (), {}, None, str(error)
     errors = tuple(AttemptError.from_json(item) for item in json.loads(data["errors"] or "[]"))
     return Job(
         id=data["id"],
@@ -507,6 +511,7 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
         trace=trace,
+        payload_error=unreadable,
     )
 
 
