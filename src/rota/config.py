@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import timedelta
 
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
 from rota.core.names import check_name
 from rota.errors import ConfigError
+from rota.store.dialects import parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
@@ -40,11 +40,7 @@ class RotaConfig:
     failed_retention: timedelta = timedelta(days=30)
 
     def __post_init__(self) -> None:
-        if _parsed(self.url) is None:
-            # Raised outside SQLAlchemy's handler: its error may quote the URL, password and all.
-            raise ConfigError(
-                "not a database URL rota can use, e.g. mysql://user:password@host/database"
-            )
+        parse_url(self.url)
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.max_missed_runs < 0:
@@ -82,10 +78,9 @@ def masked_url(url: str) -> str:
 
 
 def _parsed(url: str) -> URL | None:
-    """The URL, or ``None`` when SQLAlchemy cannot read it (a bad port is a ``ValueError``)."""
     try:
-        return make_url(url)
-    except (sa_exc.ArgumentError, ValueError, TypeError):
+        return parse_url(url)
+    except ConfigError:
         return None
 
 

@@ -834,3 +834,29 @@ def test_malformed_dashboard_requests_get_4xx_pages_and_the_app_keeps_serving(
     assert client.get("/").status_code == 200, "still serving"
     assert linked_jobs(client.get("/jobs").text) == {failed}
     assert client.get(f"/jobs/{failed}").status_code == 200
+
+
+# -- database URLs ---------------------------------------------------------------------------
+
+BAD_URLS = [
+    "mysql+nosuchdriver://app:Pw-7f3a@db/app",
+    "mysql://app:Pw-7f3a@db:notaport/app",
+    "no url at all Pw-7f3a",
+    "oracle://app:Pw-7f3a@db/app",
+]
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_a_bad_database_url_is_a_config_error_that_does_not_quote_it(url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Rota(url)
+    assert "Pw-7f3a" not in str(raised.value)
+
+
+@pytest.mark.parametrize("command", ["migrate", "prune", "check", "jobs"])
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_every_command_refuses_a_bad_url_without_a_traceback(command: str, url: str) -> None:
+    result = CliRunner().invoke(main, [command, "--url", url])
+    assert isinstance(result.exception, SystemExit) and result.exit_code != 0, result.output
+    assert "CONFIG_ERROR" in result.output or "not a database URL" in result.output
+    assert "Traceback" not in result.output and "Pw-7f3a" not in result.output

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import click
 
 from rota.app import Rota
+from rota.cli.common import connected, reporting
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import JsonLines
@@ -165,11 +167,16 @@ def demo(url: str | None) -> None:
     sys.exit(entry.main())
 
 
+IDLE_THREAD_EXIT = 1.0
+
+
 def exit_despite_stuck_handlers() -> None:
     """A sync handler that ignored ``ctx.cancelled`` would keep the interpreter alive forever."""
-    stuck = [
-        t.name for t in threading.enumerate() if t.name.startswith("rota-task") and t.is_alive()
-    ]
+    handlers = [t for t in threading.enumerate() if t.name.startswith("rota-task")]
+    deadline = time.monotonic() + IDLE_THREAD_EXIT
+    for thread in handlers:  # idle pool threads end on their own, a moment after shutdown
+        thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in handlers if t.is_alive()]
     if stuck:
         logging.getLogger("rota").warning(
             "exiting with %d handler thread(s) still running",
@@ -201,15 +208,12 @@ def exit_despite_stuck_handlers() -> None:
 )
 def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days: float) -> None:
     """Delete finished jobs older than their retention, in small batches."""
-    rota = Rota(
-        url,
-        table_prefix=table_prefix,
-        succeeded_retention=timedelta(days=succeeded_days),
-        failed_retention=timedelta(days=failed_days),
-    )
-    try:
-        click.echo(f"pruned {rota.prune()} finished job(s)")
-    except RotaError as error:
-        raise click.ClickException(f"{error.code}: {error}") from error
-    finally:
-        rota.store.engine.dispose()
+    with connected(url, table_prefix) as rota:
+        rota.config = replace(
+            rota.config,
+            succeeded_retention=timedelta(days=succeeded_days),
+            failed_retention=timedelta(days=failed_days),
+        )
+        with reporting(url or default_url()):
+            pruned = rota.prune()
+    click.echo(f"pruned {pruned} finished job(s)")

@@ -79,16 +79,6 @@ def build_rota(url: str, table_prefix: str) -> Rota:
         )
     except ConfigError as error:
         raise click.UsageError(f"{error.code}: {scrub(str(error), url)}") from error
-    except sa_exc.ArgumentError as error:  # a bad URL: its text may hold a password
-        raise click.BadParameter(
-            "not a database URL rota can use, e.g. mysql://user:password@host/database",
-            param_hint="'--url'",
-        ) from error
-    except ImportError as error:
-        raise fail(
-            f"the database driver for the {describe_url(url)} is not installed ({error.name}): "
-            "install rota[mysql] or rota[postgres]"
-        ) from error
 
 
 @contextlib.contextmanager

@@ -131,9 +131,19 @@ class Dialect:
             raise StoreError(message) from error
 
 
+def parse_url(url: str | URL) -> URL:
+    """``make_url`` whose error never quotes the URL, which may hold a password."""
+    try:
+        return make_url(url)
+    except (sa_exc.ArgumentError, ValueError, TypeError):
+        raise ConfigError(
+            "not a database URL rota can use, e.g. mysql://user:password@host/database"
+        ) from None
+
+
 def normalise_url(url: str | URL) -> URL:
     """Pick the driver rota ships an extra for when the URL names none."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.drivername in DRIVER_DEFAULTS:
         parsed = parsed.set(drivername=DRIVER_DEFAULTS[parsed.drivername])
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
@@ -146,6 +156,16 @@ def normalise_url(url: str | URL) -> URL:
 
 def create_engine(url: str | URL) -> tuple[Engine, Dialect]:
     parsed = normalise_url(url)
+    try:
+        return _create_engine(parsed)
+    except (sa_exc.NoSuchModuleError, ImportError) as error:
+        raise ConfigError(
+            f"no database driver {parsed.drivername!r} is installed ({error}): install "
+            "rota[mysql] or rota[postgres], or name an installed driver"
+        ) from None
+
+
+def _create_engine(parsed: URL) -> tuple[Engine, Dialect]:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         engine = sa_create_engine(parsed, connect_args={"timeout": 30})
@@ -189,7 +209,7 @@ def check_server(connection: Connection, dialect: Dialect) -> str:
 
 def describe_url(url: str | URL) -> str:
     """The URL without its password, for logs and errors."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     host = f"{parsed.host}:{parsed.port}" if parsed.port else (parsed.host or "")
     return f"{parsed.get_backend_name()} database {parsed.database!r} on {host or 'local file'}"
 
