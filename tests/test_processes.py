@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rota import Job, JobState, Rota
+from rota import Enqueue, Job, JobState, Rota
 from tests.conftest import Database
 from tests.workers import EPOCH, GRACE, LEASE, POLL, Workers
 
@@ -143,6 +143,25 @@ def test_sigterm_finishes_short_jobs_and_gives_long_ones_back(
     for name, job in released.items():
         _assert_released(job)
         assert workers.mark(job.id, 1, "finished") is None, name
+    # Only the thread that ignored ctx.cancelled is left behind; idle pool threads are not.
+    assert "exiting with 1 handler thread(s) still running" in workers.log(worker)
+
+
+def test_sigterm_after_sync_jobs_finished_exits_without_abandoning_threads(
+    db: Database, control: Rota, tmp_path: Path
+) -> None:
+    """Fifty idle handler threads take a moment to end after their pool shuts down; that is
+    no reason to warn of abandoned handlers, nor to skip the interpreter's exit handlers."""
+    workers = Workers(db, control, tmp_path, env={"ROTA_TEST_CONCURRENCY": "50"})
+    try:
+        worker = workers.start()
+        ids = control.queue_many([Enqueue("work_for", 0.05) for _ in range(200)])
+        workers.wait(lambda: all(_final(control, job_id)() for job_id in ids), worker)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=GRACE + EXIT_MARGIN) == 0
+        assert "handler thread(s) still running" not in workers.log(worker)
+    finally:
+        workers.stop_all()
 
 
 def test_exiting_raising_and_hanging_handlers_do_not_kill_the_worker(

@@ -4,7 +4,8 @@ The test process starts ``rota worker tests.apps.process_app:app`` with:
 
 - ``ROTA_TEST_URL``, ``ROTA_TEST_PREFIX``: the test's database and table prefix;
 - ``ROTA_TEST_DIR``: a directory where handlers leave marks the test can observe;
-- ``ROTA_TEST_LEASE``, ``ROTA_TEST_POLL``: lease and poll interval in seconds.
+- ``ROTA_TEST_LEASE``, ``ROTA_TEST_POLL``: lease and poll interval in seconds;
+- ``ROTA_TEST_CONCURRENCY``: jobs at once (default 5).
 
 Each attempt writes ``<dir>/<job id>.<attempt>.started`` (and ``.finished`` when it returns),
 holding the wall-clock time, so the test sees which attempts ran, in which process, and when.
@@ -27,6 +28,7 @@ app = Rota(
     table_prefix=os.environ["ROTA_TEST_PREFIX"],
     lease_seconds=float(os.environ.get("ROTA_TEST_LEASE", "2")),
     poll_interval=float(os.environ.get("ROTA_TEST_POLL", "0.2")),
+    concurrency=int(os.environ.get("ROTA_TEST_CONCURRENCY", "5")),
     connect_timeout=10,
 )
 
