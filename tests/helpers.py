@@ -1,10 +1,16 @@
-"""Waiting on observable state instead of sleeping for a guessed time."""
+"""Waiting on observable state instead of sleeping for a guessed time; replicas in lockstep."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+from rota import Rota
+from rota.runtime.scheduler import fire_due
+from rota.testing import FakeClock
 
 
 async def eventually(
@@ -25,3 +31,37 @@ def wait_until(check: Callable[[], object], timeout: float = 10.0, every: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s: {check}")
         time.sleep(every)
+
+
+def fire_in_lockstep(
+    instances: Sequence[Rota], clock: FakeClock, steps: int, step: timedelta
+) -> None:
+    """Each of ``steps`` times: advance ``clock``, then let every instance's scheduler fire
+    the due ticks at once, each in its own thread and by its own clock, as replicas would."""
+    barrier = threading.Barrier(len(instances))
+    errors: list[BaseException] = []
+
+    def fire(instance: Rota) -> None:
+        try:
+            for _ in range(steps):
+                barrier.wait()
+                if instance is instances[0]:
+                    clock.advance(step)
+                barrier.wait()
+                fire_due(
+                    instance.store.schedules,
+                    instance.registry,
+                    instance._scheduler_settings(),
+                    instance.events,
+                    instance.clock.now(),
+                )
+        except BaseException as error:
+            errors.append(error)
+            barrier.abort()
+
+    threads = [threading.Thread(target=fire, args=(instance,)) for instance in instances]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -14,9 +13,9 @@ from sqlalchemy import func, select
 
 from rota import JobContext, Rota, TaskDefinition
 from rota.errors import ConfigError, InvalidCron, InvalidTimezone, ScheduleNotFound
-from rota.runtime.scheduler import fire_due
 from rota.testing import FakeClock
 from tests.conftest import START
+from tests.helpers import fire_in_lockstep
 
 MINUTE = timedelta(minutes=1)
 
@@ -110,33 +109,7 @@ def test_three_instances_enqueue_exactly_one_job_per_tick(
 
         instance._ensure_ready()
         instance._sync_schedules()
-    barrier = threading.Barrier(3)
-    errors: list[BaseException] = []
-
-    def fire(instance: Rota) -> None:
-        try:
-            for _ in range(1000):
-                barrier.wait()
-                if instance is instances[0]:
-                    clock.advance(MINUTE)
-                barrier.wait()
-                fire_due(
-                    instance.store.schedules,
-                    instance.registry,
-                    instance._scheduler_settings(),
-                    instance.events,
-                    clock.now(),
-                )
-        except BaseException as error:
-            errors.append(error)
-            barrier.abort()
-
-    threads = [threading.Thread(target=fire, args=(i,)) for i in instances]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    fire_in_lockstep(instances, clock, 1000, MINUTE)
     ticks = [tick for _, tick in scheduled_jobs(instances[0])]
     assert len(ticks) == 1000
     assert ticks == [START + n * MINUTE for n in range(1, 1001)]

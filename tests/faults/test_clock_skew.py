@@ -10,7 +10,6 @@ database server's at start and warns.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -19,9 +18,9 @@ import pytest
 from rota import JobContext, Rota
 from rota.core.clock import SystemClock, offset
 from rota.runtime.connect import check_clock
-from rota.runtime.scheduler import fire_due
 from rota.testing import FakeClock
 from tests.conftest import START, Database
+from tests.helpers import fire_in_lockstep
 
 SKEW = timedelta(seconds=30)
 STEP = timedelta(seconds=10)
@@ -50,35 +49,9 @@ def test_skewed_instances_enqueue_one_job_per_tick(
 
         instance._ensure_ready()
         instance._sync_schedules()
-    barrier = threading.Barrier(len(instances))
-    errors: list[BaseException] = []
-
-    def fire(instance: Rota) -> None:
-        try:
-            for _ in range(STEPS):
-                barrier.wait()
-                if instance is instances[0]:
-                    clock.advance(STEP)
-                barrier.wait()
-                fire_due(
-                    instance.store.schedules,
-                    instance.registry,
-                    instance._scheduler_settings(),
-                    instance.events,
-                    instance.clock.now(),
-                )
-        except BaseException as error:
-            errors.append(error)
-            barrier.abort()
-
     with caplog.at_level(logging.INFO, logger="rota"):
-        threads = [threading.Thread(target=fire, args=(i,)) for i in instances]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        fire_in_lockstep(instances, clock, STEPS, STEP)
 
-    assert errors == []
     ticks = [job.scheduled_at for job in instances[0].store.jobs(task="every_minute", limit=999)]
     last = START + STEPS * STEP + SKEW
     minutes = (last - START) // timedelta(minutes=1)
