@@ -78,9 +78,11 @@ class DatabaseUnavailable(StoreError):
 class TransientStoreError(StoreError):
     """A failure worth retrying as it is: deadlock, lock-wait timeout, dropped connection.
 
-    ``rolled_back`` is true when the server is known to have undone the whole transaction
-    (deadlock, lock wait, serialisation failure), so even a non-idempotent write may be
-    repeated; after a dropped connection the commit may or may not have happened.
+    ``rolled_back`` is true for a deadlock, lock-wait timeout or serialisation failure: in a
+    transaction rota began, the whole of it is undone, so even a non-idempotent write may be
+    repeated. Inside the caller's own transaction (``queue(connection=...)``) MySQL undoes only
+    the statement after a lock-wait timeout, and the caller decides. After a dropped
+    connection the commit may or may not have happened.
     """
 
     code = "TRANSIENT_STORE_ERROR"

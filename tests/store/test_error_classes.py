@@ -6,12 +6,15 @@ nothing about the error number that tells it apart; the number must decide.
 
 from __future__ import annotations
 
+import sqlite3
+
 import psycopg
 import pymysql
 import pytest
 from sqlalchemy import exc as sa_exc
 
 from rota.store.dialects import Dialect
+from rota.store.sql import may_repeat
 
 MYSQL = Dialect("mysql", returning=False, skip_locked=True)
 POSTGRES = Dialect("postgresql", returning=True, skip_locked=True)
@@ -66,3 +69,41 @@ def test_postgres_refusing_connections_is_transient() -> None:
     refused = psycopg.OperationalError("connection failed: Connection refused")
     error = sa_exc.OperationalError("connect", {}, refused)
     assert (POSTGRES.is_transient(error), POSTGRES.is_conflict(error)) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("message", "transient"),
+    [
+        ('connection to server at "db", port 5432 failed: Connection refused', True),
+        ('connection to server at "db", port 5432 failed: timeout expired', True),
+        ("failed: FATAL:  the database system is starting up", True),
+        ("failed: FATAL:  sorry, too many clients already", True),
+        ('failed: FATAL:  password authentication failed for user "app"', False),
+        ('failed: FATAL:  database "app" does not exist', False),
+        ('failed: FATAL:  no pg_hba.conf entry for host "10.0.0.1"', False),
+    ],
+)
+def test_postgres_connect_failures_are_transient_unless_the_server_refused(
+    message: str, transient: bool
+) -> None:
+    error = sa_exc.OperationalError("connect", {}, psycopg.OperationalError(message))
+    assert POSTGRES.is_transient(error) is transient
+
+
+def test_sqlite_retries_a_busy_database_only() -> None:
+    sqlite = Dialect("sqlite", returning=True, skip_locked=False)
+    busy = sa_exc.OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
+    binding = sa_exc.InterfaceError("UPDATE", {}, sqlite3.InterfaceError("Error binding parameter"))
+    assert (sqlite.is_transient(busy), sqlite.is_conflict(busy)) == (True, True)
+    assert (sqlite.is_transient(binding), sqlite.is_conflict(binding)) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "elapsed", "repeat"),
+    [(1, 120.0, True), (2, 1.0, True), (2, 120.0, False), (5, 0.1, True), (6, 0.1, False)],
+)
+def test_conflicts_repeat_once_then_only_within_the_budget(
+    attempt: int, elapsed: float, repeat: bool
+) -> None:
+    """A lock wait may itself last the server's timeout (50 s on MySQL): one repeat at most."""
+    assert may_repeat(attempt, elapsed) is repeat

@@ -45,6 +45,9 @@ MYSQL_UNIQUE = 1062
 PG_CONFLICT = ("40001", "40P01", "55P03")
 PG_TRANSIENT_PREFIXES = (*PG_CONFLICT, "08", "57P")
 PG_UNIQUE = "23505"
+PG_CONNECT_RETRYABLE = ("starting up", "shutting down", "in recovery", "too many clients")
+"""A ``FATAL`` refusal at connect that passes on its own; others (password, no such database,
+``pg_hba.conf``) need a person."""
 
 
 @dataclass(frozen=True)
@@ -81,17 +84,14 @@ class Dialect:
         return None
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
-        if error.connection_invalidated:
-            return True
-        if isinstance(error, sa_exc.InterfaceError):
+        if self.name == "sqlite":
+            return _sqlite_busy(error)
+        if error.connection_invalidated or isinstance(error, sa_exc.InterfaceError):
             return True
         code = _driver_code(error)
-        if self.name == "sqlite":
-            message = str(error.orig).lower()
-            return "locked" in message or "busy" in message
         if self.name == "postgresql":
-            if code is None:  # psycopg could not connect at all: no server to give a SQLSTATE
-                return isinstance(error, sa_exc.OperationalError)
+            if code is None:  # psycopg failed to connect: no session, so no SQLSTATE
+                return isinstance(error, sa_exc.OperationalError) and not _pg_refused(error)
             return isinstance(code, str) and code.startswith(PG_TRANSIENT_PREFIXES)
         return code in MYSQL_TRANSIENT
 
@@ -105,7 +105,7 @@ class Dialect:
             return False
         code = _driver_code(error)
         if self.name == "sqlite":
-            return self.is_transient(error)
+            return _sqlite_busy(error)
         if self.name == "postgresql":
             return code in PG_CONFLICT
         return code in MYSQL_CONFLICT
@@ -247,6 +247,17 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(connection: Connection) -> None:
         # One writer at a time: take the write lock up front so claims never upgrade and deadlock.
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sqlite_busy(error: sa_exc.DBAPIError) -> bool:
+    message = str(error.orig).lower()
+    return isinstance(error, sa_exc.OperationalError) and ("locked" in message or "busy" in message)
+
+
+def _pg_refused(error: sa_exc.DBAPIError) -> bool:
+    """The server answered the connection attempt with a refusal that will not pass."""
+    message = str(error.orig)
+    return "FATAL" in message and not any(reason in message for reason in PG_CONNECT_RETRYABLE)
 
 
 def _driver_code(error: sa_exc.DBAPIError) -> object:

@@ -149,7 +149,10 @@ class SqlSchedules:
         if name is not None:
             condition = and_(condition, table.c.name == name)
         statement = update(table).where(condition).values(state=target.value)
-        return int(self._store._transaction(lambda conn: conn.execute(statement).rowcount))
+        changed = self._store._transaction(
+            lambda conn: conn.execute(statement).rowcount, idempotent=False
+        )
+        return int(changed)
 
     def resume(self, next_runs: Mapping[str, datetime], now: datetime) -> int:
         """Paused schedules back to active from their next tick: missed ticks never run."""
@@ -165,7 +168,7 @@ class SqlSchedules:
                 ).rowcount
             return resumed
 
-        return self._store._transaction(work)
+        return self._store._transaction(work, idempotent=False)
 
     def disable(self, names: Sequence[str], now: datetime) -> int:
         if not names:

@@ -34,6 +34,7 @@ from rota.store.schema import Schema, build_schema
 T = TypeVar("T")
 logger = logging.getLogger("rota.store")
 CONFLICT_ATTEMPTS = 6
+CONFLICT_BUDGET = 5.0
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
 ROW_OVERHEAD_BYTES = 1_000
@@ -51,16 +52,19 @@ class SqlStore:
         """Run ``work`` in one transaction, repeating it after a deadlock or lock-wait timeout.
 
         Those undo the whole transaction, so repeating is always safe and callers never see
-        them unless they persist. After a dropped connection the commit may have happened:
-        ``work`` is repeated once, on a fresh connection, only when it is ``idempotent``.
+        them unless they persist: up to six attempts, but past the first repeat only within
+        ``CONFLICT_BUDGET`` seconds, since each lock wait may itself last a server timeout.
+        After a dropped connection the commit may have happened: ``work`` is repeated once, on
+        a fresh connection, only when it is ``idempotent`` (its write and its answer stay right).
         """
+        started = time.monotonic()
         attempt = 1
         while True:
             try:
                 with self.dialect.translate_errors(), self.engine.begin() as connection:
                     return work(connection)
             except TransientStoreError as error:
-                if error.rolled_back and attempt < CONFLICT_ATTEMPTS:
+                if error.rolled_back and may_repeat(attempt, time.monotonic() - started):
                     delay = conflict_delay(attempt)
                     logger.debug("%s; repeating the transaction in %.3f s", error, delay)
                     time.sleep(delay)
@@ -513,6 +517,10 @@ def _to_job(row: Row[Any], **override: Any) -> Job:
         trace=trace,
         payload_error=unreadable,
     )
+
+
+def may_repeat(attempt: int, elapsed: float) -> bool:
+    return attempt < CONFLICT_ATTEMPTS and (attempt == 1 or elapsed < CONFLICT_BUDGET)
 
 
 def conflict_delay(attempt: int) -> float:
