@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
+from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from rota import JobContext, Rota
-from rota.errors import DatabaseUnavailable
+from rota.errors import DatabaseUnavailable, StoreError
+from tests.conftest import server_url
 
 PASSWORD = "Sup3r-s3cret-pw"
 
@@ -44,4 +48,34 @@ def test_unreachable_database_is_retried_then_reported_without_the_password(
     assert PASSWORD not in everything
     with pytest.raises(DatabaseUnavailable):
         rota.queue(noop)
+    rota.store.engine.dispose()
+
+
+def test_a_permanent_error_at_start_is_raised_at_once_not_waited_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A missing schema (or a wrong password, an unknown database) will not pass by waiting:
+    ``start()``, and so ``rota worker``, fail at once instead of retrying it as unreachable."""
+    rota = Rota(f"sqlite:///{tmp_path}/empty.db", auto_migrate=False, connect_timeout=30)
+
+    @rota.task
+    def noop(ctx: JobContext) -> None: ...
+
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="rota"), pytest.raises(StoreError) as info:
+        asyncio.run(rota.start())
+    assert time.monotonic() - began < 5
+    assert info.value.code == "STORE_ERROR" and "no such table" in str(info.value)
+    assert not [r for r in caplog.records if getattr(r, "event", None) == "db.unavailable"]
+    rota.store.engine.dispose()
+
+
+def test_an_unknown_mariadb_database_is_not_waited_for() -> None:
+    url = make_url(server_url("mariadb")).set(database="no_such_database").render_as_string(False)
+    rota = Rota(url, connect_timeout=30)
+    began = time.monotonic()
+    with pytest.raises(StoreError, match="1049") as info:
+        asyncio.run(rota.start())
+    assert time.monotonic() - began < 5
+    assert not isinstance(info.value, DatabaseUnavailable)
     rota.store.engine.dispose()

@@ -44,6 +44,7 @@ from rota.errors import (
     JobNotFound,
     ScheduleNotFound,
     StoreError,
+    TransientStoreError,
 )
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
@@ -531,9 +532,33 @@ class Rota:
         await self._start(self.config.connect_timeout)
 
     async def _start(self, connect_timeout: float | None) -> None:
+        """Connect, sync schedules and register the worker, all retried while the database is
+        unreachable; a permanent error (wrong password, missing schema) is raised at once."""
         if self._worker is not None:
             return
-        await self._await_ready(connect_timeout)
+        wait = DatabaseWait(describe_url(self.config.url), connect_timeout)
+        while True:
+            try:
+                await asyncio.to_thread(self._connect_once)
+                await asyncio.to_thread(self._sync_schedules)
+                worker = await self._start_worker()
+                break
+            except TransientStoreError as error:
+                await asyncio.sleep(wait.failed(error))
+        wait.succeeded()
+        self._worker = worker
+        self._scheduler = Scheduler(
+            self.store.schedules,
+            self.registry,
+            self.clock,
+            self.events,
+            self._scheduler_settings(),
+            self._db_call,
+            worker.notify,
+        )
+        self._scheduler.start()
+
+    async def _start_worker(self) -> Worker:
         with contextlib.suppress(StoreError):
             await asyncio.to_thread(check_clock, self.store, self.clock, self.config.lease_seconds)
         self._loop = asyncio.get_running_loop()
@@ -552,17 +577,7 @@ class Rota:
         except BaseException:
             await self._release_threads()
             raise
-        self._worker = worker
-        self._scheduler = Scheduler(
-            self.store.schedules,
-            self.registry,
-            self.clock,
-            self.events,
-            self._scheduler_settings(),
-            self._db_call,
-            worker.notify,
-        )
-        self._scheduler.start()
+        return worker
 
     async def stop(self, grace: float = 30.0) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
@@ -613,11 +628,11 @@ class Rota:
             if starting.done():
                 starting.result()
                 await stopping
-            logger.info(
-                "stopping: waiting up to %s s for running jobs",
-                grace,
-                extra={"event": "worker.stopping"},
-            )
+                logger.info(
+                    "stopping: waiting up to %s s for running jobs",
+                    grace,
+                    extra={"event": "worker.stopping"},
+                )
         finally:
             for task in (starting, stopping):
                 task.cancel()
@@ -732,7 +747,7 @@ class Rota:
         return work()
 
     def _ensure_ready(self) -> None:
-        """Connect, retrying until ``connect_timeout``; migrate when enabled."""
+        """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled."""
         if self._ready:
             return
         wait = DatabaseWait(describe_url(self.config.url), self.config.connect_timeout)
@@ -740,20 +755,8 @@ class Rota:
             try:
                 self._connect_once()
                 break
-            except StoreError as error:
+            except TransientStoreError as error:
                 time.sleep(wait.failed(error))
-        wait.succeeded()
-
-    async def _await_ready(self, timeout: float | None) -> None:
-        """``_ensure_ready`` plus the schedule sync, without blocking the loop between tries."""
-        wait = DatabaseWait(describe_url(self.config.url), timeout)
-        while True:
-            try:
-                await asyncio.to_thread(self._connect_once)
-                await asyncio.to_thread(self._sync_schedules)
-                break
-            except StoreError as error:
-                await asyncio.sleep(wait.failed(error))
         wait.succeeded()
 
     def _connect_once(self) -> None:
