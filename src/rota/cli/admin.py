@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from rota.app import Rota
-from rota.cli.common import connected, reporting
+from rota.cli.common import connected
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import JsonLines
@@ -214,6 +214,5 @@ def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days
             succeeded_retention=timedelta(days=succeeded_days),
             failed_retention=timedelta(days=failed_days),
         )
-        with reporting(url or default_url()):
-            pruned = rota.prune()
+        pruned = rota.prune()
     click.echo(f"pruned {pruned} finished job(s)")

@@ -17,7 +17,6 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 
 from rota.app import Rota
 from rota.config import default_url
@@ -29,7 +28,7 @@ from rota.errors import (
     StoreError,
 )
 from rota.store import migrate as migrations
-from rota.store.dialects import check_server, describe_url
+from rota.store.dialects import check_server, describe_url, parse_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONNECT_TIMEOUT = 5.0
@@ -64,8 +63,8 @@ def fail(message: str) -> click.ClickException:
 
 def scrub(text: str, url: str) -> str:
     """``text`` without the URL's password, should a driver ever repeat it."""
-    with contextlib.suppress(sa_exc.ArgumentError, ValueError):  # a bad port: ValueError
-        password = make_url(url).password
+    with contextlib.suppress(ConfigError):
+        password = parse_url(url).password
         if password:
             return text.replace(str(password), "***")
     return text
