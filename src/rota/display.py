@@ -33,3 +33,15 @@ def span(delta: timedelta) -> str:
     if minutes:
         return f"{minutes}m {seconds}s"
     return f"{seconds}s"
+
+
+def took(delta: timedelta | None) -> str:
+    """How long an attempt ran: ``12ms``, ``3.4s``, ``2m 5s``."""
+    if delta is None:
+        return NONE
+    seconds = delta.total_seconds()
+    if seconds < 1:
+        return f"{max(0.0, seconds) * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return span(delta)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -21,7 +21,7 @@ from rota.cli.common import (
 )
 from rota.core.cron import Cron, zone
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
-from rota.display import NONE, local, span, when
+from rota.display import NONE, local, took, when
 from rota.errors import RotaError
 
 NEXT_RUNS = 3
@@ -176,16 +176,6 @@ def next_runs(schedule: Schedule, now: datetime) -> list[datetime]:
         return list(islice(Cron(schedule.spec.cron, schedule.spec.tz).ticks_after(now), NEXT_RUNS))
     except RotaError:
         return []
-
-
-def took(delta: timedelta) -> str:
-    """How long the last attempt ran: ``12ms``, ``3.4s``, ``2m 5s``."""
-    seconds = delta.total_seconds()
-    if seconds < 1:
-        return f"{max(0.0, seconds) * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return span(delta)
 
 
 def attempts(job: Job) -> str:

@@ -21,7 +21,6 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -40,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 
 from rota.app import Rota
 from rota.dashboard import views
-from rota.display import span, when
+from rota.display import span, took, when
 from rota.errors import JobNotFound, RotaError, ScheduleNotFound, StoreError
 
 HERE = Path(__file__).parent
@@ -178,17 +177,6 @@ def referrer(request: Request, form_next: str, fallback: str) -> str:
     if referer and parts.netloc == request.url.netloc:
         return safe_next(request, parts.path + (f"?{parts.query}" if parts.query else ""), fallback)
     return fallback
-
-
-def took(delta: timedelta | None) -> str:
-    if delta is None:
-        return "-"
-    seconds = delta.total_seconds()
-    if seconds < 1:
-        return f"{max(0.0, seconds) * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return span(delta)
 
 
 class Guard(BaseHTTPMiddleware):
