@@ -57,6 +57,7 @@ from rota.runtime.scheduler import (
     SchedulerSettings,
     code_spec,
     fire_due,
+    schedule_job,
     sync_code_schedules,
 )
 from rota.runtime.worker import Pool, Worker, WorkerSettings
@@ -497,17 +498,8 @@ class Rota:
         schedule = self._with_schema(lambda: self.store.schedules.get(schedule_id))
         if schedule is None:
             raise ScheduleNotFound(f"schedule {schedule_id!r} does not exist")
-        definition = self.registry.find(schedule.spec.task)
         now = self.clock.now()
-        job = NewJob(
-            task=schedule.spec.task,
-            payload=schedule.spec.payload,
-            run_at=now,
-            queue=schedule.spec.queue,
-            priority=schedule.spec.priority,
-            max_attempts=definition.policy.max_attempts if definition else None,
-            schedule=schedule.name,
-        )
+        job = schedule_job(schedule, now, self.registry, tick=None)
         (job_id,) = self.store.enqueue([job], now)
         self._wake_worker()
         return job_id

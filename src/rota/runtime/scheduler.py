@@ -104,7 +104,7 @@ def fire_due(
             catchup=settings.catchup_missed,
             max_missed=settings.max_missed_runs,
         )
-        jobs = [_tick_job(schedule, tick, registry) for tick in decided.ticks]
+        jobs = [schedule_job(schedule, tick, registry, tick) for tick in decided.ticks]
         if not store.fire(schedule, decided.next_run, jobs, now):
             continue
         if decided.missed:
@@ -129,12 +129,15 @@ def fire_due(
     return fired
 
 
-def _tick_job(schedule: Schedule, tick: datetime, registry: TaskRegistry) -> NewJob:
+def schedule_job(
+    schedule: Schedule, run_at: datetime, registry: TaskRegistry, tick: datetime | None
+) -> NewJob:
+    """A job of ``schedule``: for its cron ``tick``, or run by hand (``tick`` None)."""
     definition = registry.find(schedule.spec.task)
     return NewJob(
         task=schedule.spec.task,
         payload=schedule.spec.payload,
-        run_at=tick,
+        run_at=run_at,
         queue=schedule.spec.queue,
         priority=schedule.spec.priority,
         max_attempts=definition.policy.max_attempts if definition else None,
