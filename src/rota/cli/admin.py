@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from rota.app import Rota
-from rota.cli.common import connected
+from rota.cli.common import connected, database_options
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import JsonLines
@@ -52,8 +52,7 @@ def configure_logging(level: str, log_format: str = "text") -> None:
 
 
 @click.command()
-@click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
-@click.option("--table-prefix", default="rota_", show_default=True)
+@database_options
 @click.option("--sql", "as_sql", is_flag=True, help="Print the DDL instead of applying it.")
 def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
     """Apply the schema migrations, or print their SQL for review."""
@@ -190,8 +189,7 @@ def exit_despite_stuck_handlers() -> None:
 
 
 @click.command()
-@click.option("--url", default=None, help="Database URL (default: $ROTA_DATABASE_URL).")
-@click.option("--table-prefix", default="rota_", show_default=True)
+@database_options
 @click.option(
     "--succeeded-days",
     type=click.FloatRange(min=0, min_open=True),
