@@ -33,7 +33,7 @@ ALIASES = {
 }
 FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 MAX_LENGTH = 255
-"""Schedules store the expression as given in a 255-character column."""
+"""Schedules store the expression as given, in a column this wide."""
 MAX_ZONE_LENGTH = 64
 """The zone's column is as wide; the longest IANA name has 32 characters."""
 

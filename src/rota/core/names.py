@@ -11,6 +11,7 @@ from __future__ import annotations
 from rota.errors import RotaError
 
 LIMITS = {"task": 255, "queue": 64, "schedule": 255, "unique_key": 255}
+"""Characters of each kind of name; the schema's columns are this wide."""
 
 
 def name_problem(kind: str, value: object) -> str | None:

@@ -20,6 +20,8 @@ from sqlalchemy import (
     false,
 )
 
+from rota.core import cron
+from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
 
 MYSQL_TABLE_OPTIONS: dict[str, Any] = {
@@ -44,8 +46,8 @@ def build_schema(prefix: str = "rota_") -> Schema:
         f"{prefix}jobs",
         metadata,
         Column("id", BigId, primary_key=True, autoincrement=True),
-        Column("task", String(255), nullable=False),
-        Column("queue", String(64), nullable=False),
+        Column("task", String(LIMITS["task"]), nullable=False),
+        Column("queue", String(LIMITS["queue"]), nullable=False),
         Column("priority", Integer, nullable=False),
         Column("state", String(16), nullable=False),
         Column("payload", LongText, nullable=False),
@@ -59,9 +61,9 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("lease_until", UtcDateTime, nullable=True),
         Column("cancel_requested", Boolean, nullable=False, server_default=false()),
         Column("errors", LongText, nullable=True),
-        Column("schedule", String(255), nullable=True),
+        Column("schedule", String(LIMITS["schedule"]), nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
-        Column("unique_key", String(255), nullable=True),
+        Column("unique_key", String(LIMITS["unique_key"]), nullable=True),
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", "finished_at"),
@@ -87,12 +89,12 @@ def build_schema(prefix: str = "rota_") -> Schema:
         f"{prefix}schedules",
         metadata,
         Column("id", BigId, primary_key=True, autoincrement=True),
-        Column("name", String(255), nullable=False),
-        Column("task", String(255), nullable=False),
-        Column("cron", String(255), nullable=False),
-        Column("tz", String(64), nullable=False),
+        Column("name", String(LIMITS["schedule"]), nullable=False),
+        Column("task", String(LIMITS["task"]), nullable=False),
+        Column("cron", String(cron.MAX_LENGTH), nullable=False),
+        Column("tz", String(cron.MAX_ZONE_LENGTH), nullable=False),
         Column("payload", LongText, nullable=False),
-        Column("queue", String(64), nullable=False),
+        Column("queue", String(LIMITS["queue"]), nullable=False),
         Column("priority", Integer, nullable=False),
         Column("source", String(8), nullable=False),
         Column("state", String(16), nullable=False),
