@@ -23,7 +23,7 @@ import pytest
 
 from rota import Enqueue, Job, JobState, Rota
 from tests.conftest import Database
-from tests.workers import EPOCH, GRACE, LEASE, POLL, Workers
+from tests.workers import EPOCH, GRACE, LEASE, POLL, ROTA_COMMAND, START_TIMEOUT, Workers
 
 pytestmark = pytest.mark.slow
 
@@ -145,6 +145,63 @@ def test_sigterm_finishes_short_jobs_and_gives_long_ones_back(
         assert workers.mark(job.id, 1, "finished") is None, name
     # Only the thread that ignored ctx.cancelled is left behind; idle pool threads are not.
     assert "exiting with 1 handler thread(s) still running" in workers.log(worker)
+
+
+LONG_GRACE = 60.0
+LONG_JOB = 10 * LONG_GRACE
+# How long a first signal must leave the worker running (its jobs well inside the grace).
+STILL_RUNNING = 1.5
+APP = "tests.apps.process_app:app"
+ENTRIES = {
+    "rota-worker": [*ROTA_COMMAND, "worker", APP, "--grace", str(LONG_GRACE)],
+    "rota.run": ["-c", f"from tests.apps.process_app import app; app.run(grace={LONG_GRACE})"],
+    "supervisor": [*ROTA_COMMAND, "worker", APP, "--grace", str(LONG_GRACE), "--processes", "1"],
+}
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+def test_a_second_sigterm_skips_the_rest_of_the_grace(
+    db: Database, control: Rota, workers: Workers, entry: str
+) -> None:
+    """The first SIGTERM waits for running jobs, the second interrupts them as the end of the
+    grace would: what provably stopped is released, and the process exits at once."""
+    worker = workers.start(command=ENTRIES[entry], registered=False)
+    stoppable = {
+        "wait_for_cancel": control.queue("wait_for_cancel", LONG_JOB),
+        "async_sleep": control.queue("async_sleep", LONG_JOB, queue="slow"),
+    }
+    # Only the CLI exits past a thread that ignores ctx.cancelled; rota.run() returns, and the
+    # interpreter then waits for that thread at exit.
+    ignoring = [] if entry == "rota.run" else [control.queue("sleep_ignoring_cancel", LONG_JOB)]
+    ids = [*stoppable.values(), *ignoring]
+    workers.wait(
+        lambda: all(workers.mark(job_id, 1, "started") for job_id in ids),
+        worker,
+        timeout=START_TIMEOUT,
+    )
+
+    worker.send_signal(signal.SIGTERM)
+    if entry != "rota.run":  # rota.run() leaves logging to the application
+        workers.wait(lambda: "send the signal again to stop now" in workers.log(worker), worker)
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.wait(timeout=STILL_RUNNING)
+    assert all(control.job(job_id).state is JobState.RUNNING for job_id in ids)
+
+    signalled = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    try:
+        code = worker.wait(timeout=EXIT_MARGIN)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {EXIT_MARGIN} s after a second SIGTERM:\n{workers.log(worker)}")
+    stopped_after = time.monotonic() - signalled
+    print(f"[{db.backend}/{entry}] second SIGTERM -> exit {code} in {stopped_after:.3f} s")
+    assert code == 0, workers.log(worker)
+    for name, job_id in stoppable.items():
+        _assert_released(control.job(job_id))
+        assert workers.mark(job_id, 1, "finished") is None, name
+    for job_id in ignoring:
+        assert workers.mark(job_id, 1, "finished") is None
+        assert "exiting with 1 handler thread(s) still running" in workers.log(worker)
 
 
 def test_sigterm_after_sync_jobs_finished_exits_without_abandoning_threads(

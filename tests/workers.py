@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -25,6 +25,8 @@ POLL = 0.2
 GRACE = 2.0
 START_TIMEOUT = 20.0
 EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+# rota/cli.py has no ``__main__`` block: this is what the ``rota`` script runs.
+ROTA_COMMAND = ("-c", "from rota.cli import main; main()")
 
 
 class Workers:
@@ -47,9 +49,17 @@ class Workers:
         self.logs = tmp_path
         self.started: list[tuple[subprocess.Popen[bytes], Path, IO[bytes]]] = []
 
-    def start(self, url: str | None = None, *, registered: bool = True) -> subprocess.Popen[bytes]:
+    def start(
+        self,
+        url: str | None = None,
+        *,
+        registered: bool = True,
+        command: Sequence[str] | None = None,
+    ) -> subprocess.Popen[bytes]:
         """Start one worker on ``url`` (default: the test's database) and, unless told not
-        to, return once it has registered itself in ``<prefix>workers``."""
+        to, return once it has registered itself in ``<prefix>workers``.
+
+        ``command`` replaces ``rota worker APP --grace GRACE`` (the arguments after python)."""
         env = {
             **os.environ,
             "ROTA_TEST_URL": url or self.db.url,
@@ -60,13 +70,11 @@ class Workers:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             **self.env,
         }
-        # rota/cli.py has no ``__main__`` block: this is what the ``rota`` script runs.
-        command = [sys.executable, "-c", "from rota.cli import main; main()"]
-        command += ["worker", self.app, "--grace", str(GRACE)]
+        arguments = command or [*ROTA_COMMAND, "worker", self.app, "--grace", str(GRACE)]
         log_path = self.logs / f"worker-{len(self.started)}.log"
         log = log_path.open("wb")
         process = subprocess.Popen(
-            command,
+            [sys.executable, *arguments],
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -604,15 +604,30 @@ class Rota:
         await self.stop()
 
     def run(self, grace: float = 30.0) -> None:
-        """Run the worker until SIGINT or SIGTERM, then stop gracefully."""
+        """Run the worker until SIGINT or SIGTERM, then stop gracefully; a second signal
+        interrupts the running jobs at once instead of waiting out ``grace``."""
         asyncio.run(self._run_until_signalled(grace))
 
     async def _run_until_signalled(self, grace: float) -> None:
-        """Wait for the database for as long as it takes, unless a signal comes first."""
+        """Wait for the database for as long as it takes, unless a signal comes first.
+
+        A second signal ends the grace at once through the worker's own grace-expiry path, so
+        an interrupted job ends the same either way."""
         stop = asyncio.Event()
+        draining: Worker | None = None
+
+        def on_signal() -> None:
+            if stop.is_set() and draining is not None:
+                logger.warning(
+                    "stopping now: interrupting running jobs without waiting for them",
+                    extra={"event": "worker.grace_skipped"},
+                )
+                draining.end_grace()
+            stop.set()
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         starting = asyncio.create_task(self._start(connect_timeout=None))
         stopping = asyncio.create_task(stop.wait())
         try:
@@ -621,7 +636,8 @@ class Rota:
                 starting.result()
                 await stopping
                 logger.info(
-                    "stopping: waiting up to %s s for running jobs",
+                    "stopping: waiting up to %g s for running jobs; send the signal again to "
+                    "stop now",
                     grace,
                     extra={"event": "worker.stopping"},
                 )
@@ -629,6 +645,7 @@ class Rota:
             for task in (starting, stopping):
                 task.cancel()
             await asyncio.gather(starting, stopping, return_exceptions=True)
+            draining = self._worker
             await self.stop(grace)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)

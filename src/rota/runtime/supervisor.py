@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from types import FrameType
 
+KILL_AFTER_GRACE = 10.0
 logger = logging.getLogger("rota.supervisor")
 
 
@@ -28,18 +29,21 @@ def supervise(
     window: float = 60.0,
     poll: float = 0.2,
 ) -> int:
-    """Run ``processes`` copies of ``command`` until SIGINT/SIGTERM; return the exit code."""
-    stop_requested: list[int] = []
+    """Run ``processes`` copies of ``command`` until SIGINT/SIGTERM; return the exit code.
+
+    A second signal is passed on to the children, which then stop without waiting out
+    ``grace``."""
+    signals: list[int] = []
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop_requested.append(signum)
+        signals.append(signum)
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    children = [_spawn(command) for _ in range(processes)]
     restarts: deque[float] = deque()
     failed = False
     try:
-        while not stop_requested and not failed:
+        children = [_spawn(command) for _ in range(processes)]
+        while not signals and not failed:
             for index, child in enumerate(children):
                 code = child.poll()
                 if code is None:
@@ -65,7 +69,15 @@ def supervise(
                 )
                 children[index] = _spawn(command)
             time.sleep(poll)
-        codes = _stop(children, grace)
+        if signals:
+            logger.info(
+                "stopping %d worker process(es): waiting up to %g s for running jobs; send the "
+                "signal again to stop now",
+                len(children),
+                grace,
+                extra={"event": "supervisor.stopping"},
+            )
+        codes = _stop(children, grace, signals, poll)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -79,15 +91,29 @@ def _spawn(command: Sequence[str]) -> subprocess.Popen[bytes]:
     return child
 
 
-def _stop(children: list[subprocess.Popen[bytes]], grace: float) -> list[int]:
+def _stop(
+    children: list[subprocess.Popen[bytes]], grace: float, signals: list[int], poll: float
+) -> list[int]:
+    """SIGTERM every child and wait; pass on each further signal; SIGKILL long after grace."""
+    _signal_all(children)
+    forwarded = len(signals)
+    deadline = time.monotonic() + grace + KILL_AFTER_GRACE
+    while any(child.poll() is None for child in children) and time.monotonic() < deadline:
+        if len(signals) > forwarded:
+            forwarded = len(signals)
+            logger.warning(
+                "stopping now: passing the signal on to the worker processes",
+                extra={"event": "supervisor.grace_skipped"},
+            )
+            _signal_all(children)
+        time.sleep(poll)
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+    return [child.wait() for child in children]
+
+
+def _signal_all(children: list[subprocess.Popen[bytes]]) -> None:
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
-    codes = []
-    for child in children:
-        try:
-            codes.append(child.wait(timeout=grace + 10))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            codes.append(child.wait())
-    return codes

@@ -131,6 +131,7 @@ class Worker:
         self._claim_loop: asyncio.Task[None] | None = None
         self._report_loop: asyncio.Task[None] | None = None
         self._closing = False
+        self._grace_over = False
 
     @property
     def tasks(self) -> list[str]:
@@ -190,6 +191,11 @@ class Worker:
             await self._db(self.store.unregister_worker, self.id)
         self.events.emit("worker.stopped", worker=self.id)
 
+    def end_grace(self) -> None:
+        """Interrupt running jobs now, as the end of ``stop``'s grace would (a second SIGTERM)."""
+        self._grace_over = True
+        self._settled.set()
+
     async def _until_settled(self, timeout: float | None) -> None:
         """Wait until every running attempt has an outcome (a stuck thread may still run)."""
         loop = asyncio.get_running_loop()
@@ -197,7 +203,7 @@ class Worker:
         while self._running:
             self._settled.clear()
             remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
+            if remaining is not None and (remaining <= 0 or self._grace_over):
                 return
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._settled.wait(), remaining)
