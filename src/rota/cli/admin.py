@@ -19,7 +19,7 @@ from rota.cli.common import connected, database_options
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import JsonLines
-from rota.runtime.supervisor import supervise
+from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import migrate as migrations
 from rota.store.dialects import create_engine
 
@@ -132,6 +132,7 @@ def worker(
         if queues:
             child += ["--queues", queues]
         sys.exit(supervise(child, processes, grace=grace))
+    watch_supervisor()
     rota = load_app(app)
     if log_format:
         rota.events.log_format = log_format

@@ -4,18 +4,27 @@ Each child is an ordinary ``rota worker`` process, so it has its own event loop,
 and lease heartbeats; the supervisor only watches exit codes.  Children that keep dying (more
 than ``max_restarts`` within ``window`` seconds) end the supervisor with exit code 1 rather
 than restarting forever.
+
+Every child holds the read end of a pipe whose only write end is the supervisor's (the
+*lifeline*).  However the supervisor ends, SIGKILL included, the kernel closes that end; each
+child reads end-of-file and stops as if it had been sent SIGTERM, so no worker is orphaned and
+none vanishes mid-job.  A pipe works wherever ``os.pipe`` does, unlike Linux's
+``PR_SET_PDEATHSIG``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
 from types import FrameType
 
+LIFELINE_ENV = "ROTA_SUPERVISOR_FD"
 KILL_AFTER_GRACE = 10.0
 logger = logging.getLogger("rota.supervisor")
 
@@ -39,10 +48,11 @@ def supervise(
         signals.append(signum)
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    lifeline, held = os.pipe()
     restarts: deque[float] = deque()
     failed = False
     try:
-        children = [_spawn(command) for _ in range(processes)]
+        children = [_spawn(command, lifeline) for _ in range(processes)]
         while not signals and not failed:
             for index, child in enumerate(children):
                 code = child.poll()
@@ -67,7 +77,7 @@ def supervise(
                     code,
                     extra={"event": "supervisor.restarted", "pid": child.pid, "code": code},
                 )
-                children[index] = _spawn(command)
+                children[index] = _spawn(command, lifeline)
             time.sleep(poll)
         if signals:
             logger.info(
@@ -81,12 +91,44 @@ def supervise(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        os.close(lifeline)
+        os.close(held)
     return 1 if failed or any(code != 0 for code in codes) else 0
 
 
-def _spawn(command: Sequence[str]) -> subprocess.Popen[bytes]:
+def watch_supervisor() -> None:
+    """In a supervised worker, stop as if SIGTERMed once the supervisor is gone.
+
+    The variable is removed so that processes this worker starts do not watch a pipe they do
+    not hold."""
+    fd = os.environ.pop(LIFELINE_ENV, None)
+    if fd is not None and fd.isdigit():
+        threading.Thread(
+            target=_stop_at_end_of_file, args=(int(fd),), name="rota-lifeline", daemon=True
+        ).start()
+
+
+def _stop_at_end_of_file(fd: int) -> None:
+    try:
+        while os.read(fd, 1):  # the supervisor never writes: this returns at end of file only
+            pass
+    except OSError:
+        return
+    logger.warning(
+        "the supervisor is gone; stopping as if sent SIGTERM",
+        extra={"event": "supervisor.lost"},
+    )
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _spawn(command: Sequence[str], lifeline: int) -> subprocess.Popen[bytes]:
     # A session of its own: a Ctrl-C reaches the supervisor only, which then stops every child.
-    child = subprocess.Popen(list(command), start_new_session=True)
+    child = subprocess.Popen(
+        list(command),
+        start_new_session=True,
+        pass_fds=(lifeline,),
+        env={**os.environ, LIFELINE_ENV: str(lifeline)},
+    )
     logger.info("started worker process %d", child.pid, extra={"event": "supervisor.started"})
     return child
 
