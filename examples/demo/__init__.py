@@ -1,6 +1,7 @@
-"""A small service built on rota, laid out as a real one would be.
+"""The demo service, under the name the source tree's scripts and docs have always used.
 
-``config`` reads the settings and builds the one ``Rota`` instance, ``tasks`` registers the
-handlers on it, and ``main`` is the entry point (``python -m examples.demo``).  A fleet would
-run the same code with ``rota worker examples.demo.main:app`` on every host.
+Its code is ``rota.demo`` (src/rota/demo), so that ``rota demo`` works from an installed wheel
+too; this package only points there: ``python -m examples.demo`` and ``rota worker
+examples.demo.main:app`` run the same service as ``rota demo`` and ``rota worker
+rota.demo.main:app``.
 """

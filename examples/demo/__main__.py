@@ -1,7 +1,7 @@
-"""``python -m examples.demo``: run the demo service until Ctrl-C or SIGTERM."""
+"""``python -m examples.demo``: ``rota demo`` from the source tree."""
 
 from __future__ import annotations
 
-from .main import main
+from rota.demo.main import main
 
 raise SystemExit(main())

@@ -10,7 +10,6 @@ import threading
 import time
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import click
 
@@ -151,20 +150,12 @@ def worker(
 @click.command()
 @click.option("--url", default=None, help="Database URL (default: sqlite:///demo.db).")
 def demo(url: str | None) -> None:
-    """Run the demo service (examples/demo) until Ctrl-C; on SQLite unless --url is given."""
-    root = Path(__file__).resolve().parents[3]
-    for folder in (os.getcwd(), str(root)):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    """Run the demo service (rota.demo) until Ctrl-C; on SQLite unless --url is given."""
     if url:
         os.environ["DEMO_DATABASE_URL"] = url
-    try:
-        entry = importlib.import_module("examples.demo.main")
-    except ImportError as exc:
-        raise click.ClickException(
-            f"the demo service ships with the source tree (examples/demo): {exc}"
-        ) from exc
-    sys.exit(entry.main())
+    from rota.demo.main import main as run_demo  # here: it builds its Rota from the environment
+
+    sys.exit(run_demo())
 
 
 IDLE_THREAD_EXIT = 1.0
