@@ -779,6 +779,9 @@ class Rota:
         with store.dialect.translate_errors(), store.engine.connect() as connection:
             version = check_server(connection, store.dialect)
         logger.debug("connected to %s", version)
-        if self.config.auto_migrate:
-            with store.dialect.translate_errors():
+        with store.dialect.translate_errors():
+            if self.config.auto_migrate:
                 migrate.upgrade(store.engine, store.dialect, self.config.table_prefix)
+            else:
+                where = describe_url(self.config.url)
+                migrate.require_schema(store.engine, self.config.table_prefix, where)

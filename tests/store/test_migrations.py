@@ -1,18 +1,26 @@
-"""The Alembic migrations build exactly ``schema.py``, on every dialect, and print their DDL."""
+"""The Alembic migrations build exactly ``schema.py``, on every dialect, and print their DDL;
+``rota migrate`` says what it applied; without auto-migrate a missing schema is named as such."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
+import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
+from rota import Rota, StoreError
 from rota.cli import main
 from rota.store import migrate
 from rota.store.dialects import create_engine
+from rota.store.migrate import MIGRATIONS
 from rota.store.schema import build_schema
 from tests.conftest import Database
 
@@ -44,13 +52,89 @@ def test_migrations_equal_the_schema(db: Database) -> None:
     engine.dispose()
 
 
-def test_migrate_command_applies_and_reports_the_revision(db: Database) -> None:
+# Every revision, oldest first, as Alembic's own script directory lists them.
+REVISIONS = [s.revision for s in reversed(list(ScriptDirectory(str(MIGRATIONS)).walk_revisions()))]
+
+
+def _migrate_command(db: Database) -> str:
     result = CliRunner().invoke(main, ["migrate", "--url", db.url, "--table-prefix", db.prefix])
     assert result.exit_code == 0, result.output
-    assert f"schema at revision {migrate.head_revision()}" in result.output
-    engine, _ = create_engine(db.url)
-    assert {f"{db.prefix}jobs", f"{db.prefix}workers"} <= set(inspect(engine).get_table_names())
+    return result.output
+
+
+def _upgrade_to(db: Database, revision: str) -> None:
+    """Leave the schema at ``revision``, as an older release of rota would have."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["table_prefix"] = db.prefix
+    engine = db.engine()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
     engine.dispose()
+
+
+def test_migrate_command_applies_and_reports_the_revision(db: Database) -> None:
+    head = migrate.head_revision()
+    assert REVISIONS[-1] == head
+    output = _migrate_command(db)
+    assert output.strip() == f"applied {', '.join(REVISIONS)}; schema at revision {head}"
+    engine, _ = create_engine(db.url)
+    tables = set(inspect(engine).get_table_names())
+    assert {f"{db.prefix}jobs", f"{db.prefix}workers", f"{db.prefix}schedules"} <= tables
+    engine.dispose()
+    assert _migrate_command(db).strip() == f"already up to date at revision {head}"
+
+
+def test_migrate_command_applies_only_what_is_missing(db: Database) -> None:
+    _upgrade_to(db, REVISIONS[0])
+    head = migrate.head_revision()
+    output = _migrate_command(db)
+    assert output.strip() == f"applied {', '.join(REVISIONS[1:])}; schema at revision {head}"
+
+
+def test_a_schema_from_a_newer_release_is_left_alone(db: Database) -> None:
+    """A rolling deploy's old processes keep starting once the new release has migrated."""
+    _migrate_command(db)
+    engine = db.engine()
+    with engine.begin() as connection:
+        connection.execute(text(f"UPDATE {db.table('alembic_version')} SET version_num = '9999'"))
+    engine.dispose()
+    output = _migrate_command(db)
+    head = migrate.head_revision()
+    assert output.strip() == (
+        f"schema at revision 9999, newer than this rota knows ({head}); nothing applied"
+    )
+    for auto_migrate in (True, False):
+        rota = Rota(db.url, table_prefix=db.prefix, auto_migrate=auto_migrate)
+        assert rota.jobs() == []
+        rota.store.engine.dispose()
+
+
+def test_without_auto_migrate_a_missing_or_old_schema_says_to_run_rota_migrate(
+    db: Database,
+) -> None:
+    rota = Rota(db.url, table_prefix=db.prefix, auto_migrate=False, connect_timeout=5)
+    try:
+        with pytest.raises(StoreError) as missing:
+            rota.jobs()
+        assert type(missing.value) is StoreError  # permanent: not retried as unreachable
+        assert str(missing.value).startswith(f"no rota schema with table prefix {db.prefix!r}")
+        assert str(missing.value).endswith("run `rota migrate`")
+        with pytest.raises(StoreError, match="run `rota migrate`"):
+            asyncio.run(rota.start())
+
+        _upgrade_to(db, REVISIONS[0])
+        with pytest.raises(StoreError) as behind:
+            rota.jobs()
+        needs = f"at revision {REVISIONS[0]}, this rota needs {migrate.head_revision()}"
+        assert needs in str(behind.value)
+        assert str(behind.value).endswith("run `rota migrate`")
+
+        _migrate_command(db)
+        assert rota.jobs() == []
+    finally:
+        rota.store.engine.dispose()
 
 
 def test_mysql_ddl_for_a_dba_to_review() -> None:

@@ -63,13 +63,23 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
         engine, dialect = create_engine(target)
         try:
             with dialect.translate_errors():
-                migrations.upgrade(engine, dialect, table_prefix)
+                applied = migrations.upgrade(engine, dialect, table_prefix)
                 revision = migrations.current_revision(engine, table_prefix)
         finally:
             engine.dispose()
-        click.echo(f"schema at revision {revision}")
+        click.echo(migrated(applied, revision))
     except RotaError as error:
         raise click.ClickException(f"{error.code}: {error}") from error
+
+
+def migrated(applied: list[str], revision: str | None) -> str:
+    """Whether ``rota migrate`` changed anything, so that a deploy log shows it."""
+    if applied:
+        return f"applied {', '.join(applied)}; schema at revision {revision}"
+    head = migrations.head_revision()
+    if revision == head:
+        return f"already up to date at revision {revision}"
+    return f"schema at revision {revision}, newer than this rota knows ({head}); nothing applied"
 
 
 @click.command()

@@ -26,7 +26,6 @@ from rota.cli.common import (
     render,
     require_sqlite_file,
     schema_problem,
-    schema_state,
     scrub,
     table,
 )
@@ -98,7 +97,7 @@ def examine(rota: Rota, report: Report) -> None:
             "or MariaDB 10.6+"
         )
     report.schema = current_revision(rota)
-    report.schema_state = schema_state(report.schema, report.head)
+    report.schema_state = migrations.schema_state(report.schema, report.head)
     problem = schema_problem(report.schema, report.head, rota)
     if problem is not None:
         report.problems.append(problem)

@@ -12,7 +12,6 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import click
-from alembic.script import ScriptDirectory
 from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -120,34 +119,10 @@ def server_version(rota: Rota) -> str:
         ) from error
 
 
-def known_revisions() -> set[str]:
-    return {
-        script.revision for script in ScriptDirectory(str(migrations.MIGRATIONS)).walk_revisions()
-    }
-
-
-def schema_state(current: str | None, head: str) -> str:
-    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
-    if current is None:
-        return "missing"
-    if current == head:
-        return "up to date"
-    return "behind" if current in known_revisions() else "newer"
-
-
 def schema_problem(current: str | None, head: str, rota: Rota) -> str | None:
     """Why the tables cannot serve this version of rota, or ``None`` when they can."""
-    where = describe_url(rota.config.url)
-    state = schema_state(current, head)
-    if state == "missing":
-        prefix = rota.config.table_prefix
-        return f"no rota schema with table prefix {prefix!r} in the {where}: run `rota migrate`"
-    if state == "behind":
-        return (
-            f"the schema in the {where} is at revision {current}, this rota needs {head}: "
-            "run `rota migrate`"
-        )
-    return None
+    prefix, where = rota.config.table_prefix, describe_url(rota.config.url)
+    return migrations.schema_problem(current, head, prefix, where)
 
 
 def current_revision(rota: Rota) -> str | None:

@@ -1,9 +1,11 @@
-"""Apply rota's Alembic migrations to a live database, or print their DDL for a DBA."""
+"""Apply rota's Alembic migrations to a live database, or print their DDL for a DBA; tell a
+schema that is missing or behind from one this release can use."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +17,13 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import URL, Connection, Engine
 
+from rota.errors import StoreError
 from rota.store.dialects import Dialect, normalise_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 LOCK_NAME = "rota_migrate"
 _IN_PROCESS = threading.Lock()
+logger = logging.getLogger("rota")
 
 
 def _config(prefix: str) -> Config:
@@ -29,30 +33,87 @@ def _config(prefix: str) -> Config:
     return config
 
 
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(_config("rota_"))
+
+
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(_config("rota_")).get_current_head()
+    head = _scripts().get_current_head()
     assert head is not None
     return head
 
 
+def known_revisions() -> set[str]:
+    return {script.revision for script in _scripts().walk_revisions()}
+
+
 def current_revision(engine: Engine, prefix: str) -> str | None:
     with engine.connect() as connection:
-        context = MigrationContext.configure(
-            connection, opts={"version_table": f"{prefix}alembic_version"}
+        return _revision(connection, prefix)
+
+
+def _revision(connection: Connection, prefix: str) -> str | None:
+    context = MigrationContext.configure(
+        connection, opts={"version_table": f"{prefix}alembic_version"}
+    )
+    return context.get_current_revision()
+
+
+def schema_state(current: str | None, head: str) -> str:
+    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
+    if current is None:
+        return "missing"
+    if current == head:
+        return "up to date"
+    return "behind" if current in known_revisions() else "newer"
+
+
+def schema_problem(current: str | None, head: str, prefix: str, where: str) -> str | None:
+    """Why the tables cannot serve this release, naming the fix; ``None`` when they can."""
+    state = schema_state(current, head)
+    if state == "missing":
+        return f"no rota schema with table prefix {prefix!r} in the {where}: run `rota migrate`"
+    if state == "behind":
+        return (
+            f"the schema in the {where} is at revision {current}, this rota needs {head}: "
+            "run `rota migrate`"
         )
-        return context.get_current_revision()
+    return None
 
 
-def upgrade(engine: Engine, dialect: Dialect, prefix: str) -> None:
+def require_schema(engine: Engine, prefix: str, where: str) -> None:
+    """With ``auto_migrate=False``: a missing or old schema is a ``StoreError`` saying to run
+    ``rota migrate``, at connect, rather than "no such table" from the first query."""
+    problem = schema_problem(current_revision(engine, prefix), head_revision(), prefix, where)
+    if problem is not None:
+        raise StoreError(problem)
+
+
+def upgrade(engine: Engine, dialect: Dialect, prefix: str) -> list[str]:
     """Bring the schema to the newest revision; safe when several processes start together.
+    Return the revisions this call applied, oldest first: none if it was up to date already,
+    or newer than this release (a rolling deploy's old processes must still start).
 
     Alembic keeps its running context in a module global, so threads of one process take turns.
     """
     with _IN_PROCESS, engine.connect() as connection, _migration_lock(connection, dialect):
+        before = _revision(connection, prefix)
+        head = head_revision()
+        if schema_state(before, head) == "newer":
+            logger.warning(
+                "the schema is at revision %s, written by a newer rota than this one (which "
+                "knows up to %s); leaving it as it is",
+                before,
+                head,
+                extra={"event": "schema.newer"},
+            )
+            return []
         config = _config(prefix)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
         connection.commit()
+    lower = "base" if before is None else before
+    return [script.revision for script in reversed(list(_scripts().iterate_revisions(head, lower)))]
 
 
 def upgrade_sql(url: str | URL, prefix: str) -> str:
