@@ -25,7 +25,7 @@ POLL = 0.2
 GRACE = 2.0
 START_TIMEOUT = 20.0
 EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
-# rota/cli.py has no ``__main__`` block: this is what the ``rota`` script runs.
+# What the ``rota`` console script runs.
 ROTA_COMMAND = ("-c", "from rota.cli import main; main()")
 
 

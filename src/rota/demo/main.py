@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from sqlalchemy.engine import make_url
-
 from rota import RotaError
+from rota.store.dialects import describe_url
 
 from .config import app, settings
 from .tasks import TASKS
@@ -48,8 +47,7 @@ def queue_startup_jobs() -> None:
 
 def main() -> int:
     configure_logging(settings.log_level)
-    url = make_url(settings.database_url).render_as_string(hide_password=True)
-    log.info("demo service on %s; press Ctrl-C to stop", url)
+    log.info("demo service on the %s; press Ctrl-C to stop", describe_url(settings.database_url))
     try:
         queue_startup_jobs()
         app.run()
