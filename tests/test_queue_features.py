@@ -17,7 +17,7 @@ from rota import Enqueue, JobContext, Rota, TaskDefinition
 from rota.cli import main
 from rota.runtime.maintenance import Retention, prune_if_leased
 from rota.testing import FakeClock
-from tests.conftest import Database
+from tests.conftest import START, Database
 from tests.helpers import eventually
 
 
@@ -90,7 +90,7 @@ def test_lower_priority_first_then_run_at(rota: Rota, clock: FakeClock) -> None:
 def test_unique_key_is_race_safe(make_rota: Callable[..., Rota]) -> None:
     producers = [make_rota() for _ in range(8)]
     for producer in producers:
-        producer.define_task(TaskDefinition(name="invoice", handler=lambda: None))
+        producer.define_task(TaskDefinition(name="invoice", handler=lambda ctx, number: None))
     producers[0].jobs()
     got: list[int] = []
     lock = threading.Lock()
@@ -200,12 +200,13 @@ def test_run_now_leaves_the_cron_ticks_alone(rota: Rota, clock: FakeClock) -> No
         ran.append(ctx.scheduled_at)
 
     rota.drain()
+    assert ran == [START], "the 09:00 tick, at the moment the schedule was created"
     before = rota.store.schedules.get("hourly")
     job_id = rota.run_now("hourly")
     assert rota.drain().succeeded == 1
-    assert ran == [None]
+    assert ran == [START, None]
     assert rota.job(job_id).schedule == "hourly"
     assert rota.store.schedules.get("hourly") == before
     clock.advance(timedelta(hours=1))
     rota.drain()
-    assert len(ran) == 2
+    assert len(ran) == 3

@@ -65,7 +65,7 @@ def test_a_permanent_error_at_start_is_raised_at_once_not_waited_out(
     with caplog.at_level(logging.WARNING, logger="rota"), pytest.raises(StoreError) as info:
         asyncio.run(rota.start())
     assert time.monotonic() - began < 5
-    assert info.value.code == "STORE_ERROR" and "no such table" in str(info.value)
+    assert info.value.code == "STORE_ERROR" and "run `rota migrate`" in str(info.value)
     assert not [r for r in caplog.records if getattr(r, "event", None) == "db.unavailable"]
     rota.store.engine.dispose()
 

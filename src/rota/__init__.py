@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rota.app import Rota
-from rota.context import JobContext
+from rota.context import Cancellation, JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import AttemptError, DrainResult, Job, JobState, JobStatus
+from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
@@ -14,28 +14,35 @@ from rota.errors import (
     ExecutionFailed,
     InvalidArguments,
     InvalidCron,
+    InvalidTimezone,
     JobCancelled,
     JobNotFound,
     JobTimeout,
     RotaError,
+    ScheduleNotFound,
     StoreError,
     TaskNotRegistered,
     TransientStoreError,
 )
+from rota.observe.events import Event
 from rota.tasks import TaskDefinition
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AttemptError",
+    "Cancellation",
     "Clock",
     "ConfigError",
+    "Counts",
     "DatabaseUnavailable",
     "DrainResult",
     "Enqueue",
+    "Event",
     "ExecutionFailed",
     "InvalidArguments",
     "InvalidCron",
+    "InvalidTimezone",
     "Job",
     "JobCancelled",
     "JobContext",
@@ -46,6 +53,7 @@ __all__ = [
     "RetryPolicy",
     "Rota",
     "RotaError",
+    "ScheduleNotFound",
     "StoreError",
     "SystemClock",
     "TaskDefinition",

@@ -20,11 +20,12 @@ from typing import Any, TypeVar, overload
 from sqlalchemy.engine import Connection
 
 from rota.config import RotaConfig, default_url
-from rota.core import payload
-from rota.core.clock import Clock, SystemClock, as_utc
+from rota.core import payload, values
+from rota.core.clock import Clock, SystemClock
 from rota.core.cron import Cron
 from rota.core.model import (
     DEFAULT_QUEUE,
+    Counts,
     DrainResult,
     Job,
     JobState,
@@ -99,8 +100,8 @@ class Rota:
         misfire_grace: float = 60.0,
         max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES,
         queues: Mapping[str, int] | None = None,
-        succeeded_retention: timedelta = timedelta(days=7),
-        failed_retention: timedelta = timedelta(days=30),
+        succeeded_retention: timedelta | float = timedelta(days=7),
+        failed_retention: timedelta | float = timedelta(days=30),
         log_format: str = "text",
         tracer_provider: Any = None,
         meter_provider: Any = None,
@@ -118,8 +119,12 @@ class Rota:
             connect_timeout=connect_timeout,
             max_payload_bytes=max_payload_bytes,
             queues=dict(queues) if queues is not None else None,
-            succeeded_retention=succeeded_retention,
-            failed_retention=failed_retention,
+            succeeded_retention=values.duration(
+                succeeded_retention, ConfigError, "succeeded_retention", positive=True
+            ),
+            failed_retention=values.duration(
+                failed_retention, ConfigError, "failed_retention", positive=True
+            ),
         )
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(logger, log_format)
@@ -238,6 +243,10 @@ class Rota:
         """
         checked = Cron(cron, tz)
         task_name, definition, task_queue = self._resolve(task)
+        if definition is not None:
+            definition.check_arguments(args, kwargs or {})
+        if priority is not None:
+            values.check_priority(priority, ConfigError)
         spec = ScheduleSpec(
             name=task_name if name is None else name,
             task=task_name,
@@ -254,35 +263,96 @@ class Rota:
         existing = self._with_schema(lambda: self.store.schedules.get(spec.name))
         if existing is not None and existing.spec.source is ScheduleSource.CODE:
             raise ConfigError(f"schedule {spec.name!r} is defined in code; give another name")
-        self.store.schedules.upsert(spec, checked.next_after(now), now)
+        self.store.schedules.upsert(spec, checked.first_run(now), now)
         self._wake_scheduler()
         return spec.name
 
-    def pause(self, id: str | None = None) -> bool:
-        """Pause one schedule by id, or every schedule; ticks missed while paused never run."""
-        self._storable_schedule_name(id)
-        paused = self._with_schema(
-            lambda: self.store.schedules.set_state(
-                id, ScheduleState.PAUSED, (ScheduleState.ACTIVE,)
-            )
-        )
-        self._check_schedule(id, paused)
-        return bool(paused)
+    def pause(self, id: int | str | None = None) -> bool:
+        """Pause a schedule (by name) or a pending job (by id); with no id, every schedule and
+        every queue.  Ticks missed while paused never run; a paused job is never claimed.
 
-    def resume(self, id: str | None = None) -> bool:
-        """Resume one paused schedule, or all, from their next tick after now."""
+        ``False`` when it was not active or pending; unknown ids raise ``ScheduleNotFound`` or
+        ``JobNotFound``.
+        """
+        if id is None:
+            paused = self._set_schedules(None, ScheduleState.PAUSED, ScheduleState.ACTIVE)
+            queues = self._set_queues(self._known_queues(), paused=True)
+            return bool(paused or queues)
+        if isinstance(id, str):
+            return bool(self._set_schedules(id, ScheduleState.PAUSED, ScheduleState.ACTIVE))
+        return self._set_job(_check_job_id(id), JobState.PENDING, JobState.PAUSED)
+
+    def resume(self, id: int | str | None = None) -> bool:
+        """Resume a paused schedule from its first tick at or after now, or a paused job; with
+        no id, every paused schedule and every paused queue."""
+        if id is not None and not isinstance(id, str):
+            moved = self._set_job(_check_job_id(id), JobState.PAUSED, JobState.PENDING)
+            self._wake_worker()
+            return moved
         self._storable_schedule_name(id)
         now = self.clock.now()
         paused = self._with_schema(lambda: self.store.schedules.all((ScheduleState.PAUSED,)))
         next_runs = {
-            schedule.name: Cron(schedule.spec.cron, schedule.spec.tz).next_after(now)
+            schedule.name: Cron(schedule.spec.cron, schedule.spec.tz).first_run(now)
             for schedule in paused
             if id is None or schedule.name == id
         }
         resumed = self.store.schedules.resume(next_runs, now)
         self._check_schedule(id, resumed)
+        queues = (
+            self._set_queues(sorted(self.store.paused_queues()), paused=False) if id is None else []
+        )
         self._wake_scheduler()
-        return bool(resumed)
+        self._wake_worker()
+        return bool(resumed or queues)
+
+    def pause_queue(self, name: str) -> bool:
+        """Stop every worker of the cluster claiming from ``name`` (persisted, seen at the next
+        claim); jobs keep arriving and wait.  ``False`` if it was paused already."""
+        return bool(self._set_queues([check_name("queue", name, InvalidArguments)], paused=True))
+
+    def resume_queue(self, name: str) -> bool:
+        """Let workers claim from ``name`` again; ``False`` if it was not paused."""
+        changed = self._set_queues([check_name("queue", name, InvalidArguments)], paused=False)
+        self._wake_worker()
+        return bool(changed)
+
+    def paused_queues(self) -> list[str]:
+        """The queues no worker claims from, by name."""
+        return sorted(self._with_schema(self.store.paused_queues))
+
+    def _set_schedules(self, name: str | None, target: ScheduleState, source: ScheduleState) -> int:
+        self._storable_schedule_name(name)
+        changed = self._with_schema(lambda: self.store.schedules.set_state(name, target, (source,)))
+        self._check_schedule(name, changed)
+        return changed
+
+    def _set_job(self, job_id: int, source: JobState, target: JobState) -> bool:
+        moved = self._with_schema(lambda: self.store.set_job_state(job_id, source, target))
+        if moved is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        if moved:
+            self.events.emit(f"job.{target.value}", job_id=job_id)
+        return moved
+
+    def _set_queues(self, names: Sequence[str], *, paused: bool) -> list[str]:
+        if not names:
+            return []
+        now = self.clock.now()
+        changed = self._with_schema(lambda: self.store.set_queues_paused(names, paused, now))
+        for name in changed:
+            self.events.emit("queue.paused" if paused else "queue.resumed", queue=name)
+        return changed
+
+    def _known_queues(self) -> list[str]:
+        """Every queue this process or the database knows of: what ``pause()`` pauses."""
+        now = self.clock.now()
+        known = {*self.registry.queues(), *(self.config.queues or {})}
+        known |= self._with_schema(self.store.waiting_queues)
+        known |= {s.spec.queue for s in self.store.schedules.all()}
+        for worker in self.store.workers(now - LIVE_WORKER_WINDOW):
+            known |= set(worker.queues)
+        return sorted(known)
 
     @staticmethod
     def _storable_schedule_name(name: str | None) -> None:
@@ -376,6 +446,10 @@ class Rota:
         if request.task not in resolved:
             resolved[request.task] = self._resolve(request.task)
         name, definition, task_queue = resolved[request.task]
+        if definition is not None:
+            definition.check_arguments(request.args, request.kwargs)
+        if request.priority is not None:
+            values.check_priority(request.priority, InvalidArguments)
         encoded = payload.encode(
             request.args, request.kwargs, max_bytes=self.config.max_payload_bytes, trace=trace
         )
@@ -430,52 +504,46 @@ class Rota:
     def _run_at(self, delay: float | timedelta | None, run_at: datetime | None) -> datetime:
         if delay is not None and run_at is not None:
             raise InvalidArguments("give delay or run_at, not both")
-        now = self.clock.now()
         if run_at is not None:
-            if not isinstance(run_at, datetime):
-                raise InvalidArguments(f"run_at must be a datetime, got {type(run_at).__name__}")
-            return as_utc(run_at)
-        if delay is None:
-            return now
-        step = delay if isinstance(delay, timedelta) else timedelta(seconds=delay)
-        if step < timedelta(0):
-            raise InvalidArguments(f"delay must not be negative, got {delay!r}")
-        return now + step
+            return values.moment(run_at, InvalidArguments, "run_at")
+        now = self.clock.now()
+        return now if delay is None else values.later(now, delay, InvalidArguments)
 
     # -- inspection and control --------------------------------------------------------------
 
     def job(self, job_id: int) -> Job:
         """The job's current record; raises ``JobNotFound`` (code ``JOB_NOT_FOUND``)."""
+        _check_job_id(job_id)
         found = self._with_schema(lambda: self.store.job(job_id))
         if found is None:
             raise JobNotFound(f"job {job_id} does not exist")
         return found
 
     def cancel(self, id: int | str) -> bool:
-        """Cancel a job (int id) or a schedule (its name); ``False`` if it had already ended.
+        """Cancel a job (int id) or a schedule (its name); ``False`` if there is no such job or
+        schedule, or it had already ended.
 
-        A pending job is cancelled at once, a running one at its worker's next heartbeat.
+        A pending or paused job is cancelled at once, a running one at its worker's next
+        heartbeat.
         """
         if isinstance(id, str):
-            self._storable_schedule_name(id)
+            if name_problem("schedule", id) is not None:
+                return False
             ended = self._with_schema(
                 lambda: self.store.schedules.set_state(
                     id, ScheduleState.CANCELLED, (ScheduleState.ACTIVE, ScheduleState.PAUSED)
                 )
             )
-            self._check_schedule(id, ended)
             return bool(ended)
-        job_id = id
+        job_id = _check_job_id(id)
         result = self._with_schema(lambda: self.store.cancel(job_id, self.clock.now()))
-        if result is None:
-            raise JobNotFound(f"job {job_id} does not exist")
         if result:
             job = self.job(job_id)
             if job.state is JobState.CANCELLED:
                 self.events.job("job.cancelled", job)
             else:
                 self.events.job("job.cancel_requested", job)
-        return result
+        return bool(result)
 
     def retry(self, job_id: int) -> bool:
         """Move a failed or cancelled job back to pending with a fresh attempt budget."""
@@ -504,18 +572,27 @@ class Rota:
         self._wake_worker()
         return job_id
 
-    def jobs(self) -> list[JobStatus]:
-        """A status per schedule (disabled ones aside), then per pending or running job."""
+    def jobs(self, limit: int | None = None) -> list[JobStatus]:
+        """A status per schedule (disabled ones aside), then per pending, paused or running
+        job, newest first: every one of them, or the newest ``limit`` jobs."""
+        if limit is not None:
+            values.check_int(limit, InvalidArguments, "limit", 0)
         schedules = self._with_schema(
             lambda: self.store.schedules.all(
                 (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
             )
         )
         stats = self.store.schedules.stats() if schedules else {}
-        active = self.store.jobs(states=(JobState.PENDING, JobState.RUNNING), limit=1000)
+        live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
+        active = self.store.jobs(states=live, limit=limit) if limit != 0 else []
+        paused = self.store.paused_queues() if active else set()
         return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
-            job_status(job) for job in active
+            job_status(job, paused) for job in active
         ]
+
+    def counts(self) -> Counts:
+        """Exact job counts by state, queue and task, from one aggregate query."""
+        return self._with_schema(self.store.counts)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -785,3 +862,10 @@ class Rota:
             else:
                 where = describe_url(self.config.url)
                 migrate.require_schema(store.engine, self.config.table_prefix, where)
+
+
+def _check_job_id(job_id: object) -> int:
+    """Job ids are positive ints; anything else is a caller's mistake, not a missing job."""
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise InvalidArguments(f"a job id is an int, got {type(job_id).__name__}")
+    return job_id

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import URL
 
+from rota.core import values
 from rota.core.names import check_name
 from rota.errors import ConfigError
 from rota.store.dialects import parse_url
@@ -38,24 +39,31 @@ class RotaConfig:
     """The queues this process's worker serves (``rota worker --queues``); default: all."""
     succeeded_retention: timedelta = timedelta(days=7)
     failed_retention: timedelta = timedelta(days=30)
+    """Retention periods: a ``timedelta``, or a number of seconds (stored as a ``timedelta``)."""
 
     def __post_init__(self) -> None:
         parse_url(self.url)
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.max_missed_runs < 0:
-            raise ConfigError("max_missed_runs must be >= 0")
-        if self.poll_interval <= 0 or self.lease_seconds <= 0:
-            raise ConfigError("poll_interval and lease_seconds must be positive")
+        values.check_int(self.concurrency, ConfigError, "concurrency", 1)
+        values.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
+        values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
+        for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
+            values.seconds(getattr(self, name), ConfigError, name, positive=True)
         if self.lease_seconds < 3 * self.poll_interval:
             raise ConfigError("lease_seconds must be at least three poll intervals")
         for queue, limit in (self.queues or {}).items():
             check_name("queue", queue, ConfigError)
-            if limit < 1:
-                raise ConfigError(f"queue {queue!r} needs a concurrency of at least 1, got {limit}")
-        if self.succeeded_retention <= timedelta(0) or self.failed_retention <= timedelta(0):
-            raise ConfigError("retention periods must be positive")
-        if not self.table_prefix.replace("_", "").isalnum() or len(self.table_prefix) > 20:
+            values.check_int(limit, ConfigError, f"queue {queue!r}'s concurrency", 1)
+        for name in ("succeeded_retention", "failed_retention"):
+            period = values.duration(getattr(self, name), ConfigError, name, positive=True)
+            object.__setattr__(self, name, period)
+        if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
+            raise ConfigError("catchup_missed and auto_migrate must be True or False")
+        if (
+            not isinstance(self.table_prefix, str)
+            or not self.table_prefix.isascii()
+            or not self.table_prefix.replace("_", "").isalnum()
+            or len(self.table_prefix) > 20
+        ):
             raise ConfigError(
                 f"table_prefix must be up to 20 letters, digits or '_', got {self.table_prefix!r}"
             )

@@ -8,6 +8,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
+class Cancellation(threading.Event):
+    """Set when the attempt should stop; truthy exactly then, so ``if ctx.cancelled:`` reads
+    as it should.  ``wait(timeout)`` and ``is_set()`` work as on any ``threading.Event``."""
+
+    def __bool__(self) -> bool:
+        return self.is_set()
+
+    def __repr__(self) -> str:
+        return f"Cancellation(set={self.is_set()})"
+
+
 @dataclass
 class JobContext:
     """Passed as the first argument of every handler that declares parameters.
@@ -23,4 +34,4 @@ class JobContext:
     attempt: int
     scheduled_at: datetime | None
     logger: logging.LoggerAdapter[logging.Logger]
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: Cancellation = field(default_factory=Cancellation)

@@ -12,7 +12,7 @@
     ├── ScheduleNotFound            SCHEDULE_NOT_FOUND    (also LookupError)
     ├── ExecutionFailed             EXECUTION_FAILED
     ├── JobTimeout                  TIMEOUT
-    ├── JobCancelled                CANCELLED
+    ├── JobCancelled                JOB_CANCELLED
     └── StoreError                  STORE_ERROR
         ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
         └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)
@@ -64,7 +64,7 @@ class JobTimeout(RotaError):
 
 
 class JobCancelled(RotaError):
-    code = "CANCELLED"
+    code = "JOB_CANCELLED"
 
 
 class StoreError(RotaError):

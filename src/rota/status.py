@@ -1,6 +1,8 @@
-"""The lines of ``Rota.jobs()``: one status per schedule and per pending or running job."""
+"""The lines of ``Rota.jobs()``: one status per schedule and per pending, paused or running job."""
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from rota.core.model import Job, JobState, JobStatus, Schedule, ScheduleState, ScheduleStats
 
@@ -23,12 +25,14 @@ def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
     )
 
 
-def job_status(job: Job) -> JobStatus:
+def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
+    """A pending job in a paused queue shows as ``paused``: no worker will claim it."""
+    waits = job.state is JobState.PENDING and job.queue in paused_queues
     return JobStatus(
         id=job.id,
         name=job.task,
         cron=None,
-        status=job.state.value,
+        status=JobState.PAUSED.value if waits else job.state.value,
         last_run=job.started_at,
         next_run=job.run_at if job.state is JobState.PENDING else None,
         runs=job.attempt,

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rota.core import values
 from rota.core.backoff import RetryPolicy
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
-from rota.errors import ConfigError, TaskNotRegistered
+from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
 
 Handler = Callable[..., Any]
 
@@ -38,21 +39,32 @@ class TaskDefinition:
     is returned instead of a second one."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
+    signature: inspect.Signature = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_name("task", self.name, ConfigError)
         if not callable(self.handler):
             raise ConfigError(f"task {self.name!r}: handler {self.handler!r} is not callable")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"task {self.name!r}: timeout must be positive")
         check_name("queue", self.queue, ConfigError)
+        label = f"task {self.name!r}:"
+        if self.timeout is not None:
+            values.seconds(self.timeout, ConfigError, f"{label} timeout", positive=True)
+        values.check_int(self.retries, ConfigError, f"{label} retries", 0)
+        values.seconds(self.retry_delay, ConfigError, f"{label} retry_delay")
+        values.seconds(self.retry_cap, ConfigError, f"{label} retry_cap")
+        values.check_priority(self.priority, ConfigError, f"{label} priority")
         try:
-            self.policy  # noqa: B018 - validates retries and delays
-        except ValueError as exc:
-            raise ConfigError(f"task {self.name!r}: {exc}") from exc
-        parameters = inspect.signature(self.handler).parameters
-        object.__setattr__(self, "takes_context", bool(parameters))
+            signature = inspect.signature(self.handler)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"task {self.name!r}: cannot read the handler's signature") from exc
+        object.__setattr__(self, "signature", signature)
+        object.__setattr__(self, "takes_context", bool(signature.parameters))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
+        if self.cron is not None and self.argument_problem((), {}) is not None:
+            raise ConfigError(
+                f"task {self.name!r} has a cron schedule, so its handler is called with no "
+                f"arguments: {self.argument_problem((), {})}"
+            )
 
     @property
     def policy(self) -> RetryPolicy:
@@ -60,6 +72,24 @@ class TaskDefinition:
 
     def __repr__(self) -> str:
         return f"TaskDefinition(name={self.name!r}, ...)"
+
+    def argument_problem(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """Why the handler cannot be called with these arguments, or ``None`` when it can."""
+        if not self.takes_context:
+            if args or kwargs:
+                return "the handler takes no parameters, so it takes no arguments"
+            return None
+        try:
+            self.signature.bind(None, *args, **kwargs)
+        except TypeError as exc:
+            return str(exc)
+        return None
+
+    def check_arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """Raise ``InvalidArguments`` naming the argument the handler would refuse."""
+        problem = self.argument_problem(args, kwargs)
+        if problem is not None:
+            raise InvalidArguments(f"task {self.name!r}: {problem}")
 
     def call(self, ctx: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.takes_context:

@@ -97,9 +97,12 @@ def test_pause_resume_run_now_and_cancel_a_schedule(rota: Rota, cli: Cli) -> Non
     assert (job.schedule, job.task, job.state) == (name, "cleanup", JobState.PENDING)
     assert "no live worker registers task 'cleanup'" in now.stderr
 
-    assert cli("pause", "--all").stdout == "paused 1 schedule(s): nightly-cleanup\n"
-    assert cli("pause", "--all").stdout == "no schedule to be paused\n"
-    assert cli("resume", "--all").stdout == "resumed 1 schedule(s): nightly-cleanup\n"
+    everything = "1 schedule(s): nightly-cleanup; 1 queue(s): default\n"
+    assert cli("pause", "--all").stdout == f"paused {everything}"
+    assert rota.paused_queues() == ["default"]
+    assert cli("pause", "--all").stdout == "nothing to be paused\n"
+    assert cli("resume", "--all").stdout == f"resumed {everything}"
+    assert rota.paused_queues() == []
 
     ended = cli("cancel", name)
     assert ended.exit_code == 0
@@ -112,7 +115,30 @@ def test_pause_resume_run_now_and_cancel_a_schedule(rota: Rota, cli: Cli) -> Non
         assert missing.exit_code == 1
         assert "SCHEDULE_NOT_FOUND: schedule 'nope' does not exist" in missing.stderr
     numbered = cli("pause", "42")
-    assert numbered.exit_code == 1 and "`rota cancel 42` cancels a job" in numbered.stderr
+    assert numbered.exit_code == 1 and "JOB_NOT_FOUND: job 42 does not exist" in numbered.stderr
+
+
+def test_pause_and_resume_a_job_and_a_queue(rota: Rota, cli: Cli) -> None:
+    @rota.task(queue="mail")
+    def send(ctx: JobContext) -> None: ...
+
+    job_id = rota.queue(send)
+    paused = cli("pause", str(job_id))
+    assert paused.stdout == f"job {job_id} paused: no worker claims it until it is resumed\n"
+    assert rota.job(job_id).state is JobState.PAUSED
+    twice = cli("pause", str(job_id))
+    assert twice.exit_code == 1 and "is paused: only pending jobs can be paused" in twice.stderr
+    assert cli("resume", str(job_id)).stdout == f"job {job_id} resumed: it is pending again\n"
+    assert rota.job(job_id).state is JobState.PENDING
+
+    stopped = cli("pause", "--queue", "mail")
+    assert stopped.stdout == "queue 'mail' paused: no worker claims from it until it is resumed\n"
+    assert rota.drain().total == 0
+    assert "is already paused" in cli("pause", "--queue", "mail").stderr
+    assert cli("resume", "--queue", "mail").stdout == "queue 'mail' resumed\n"
+    assert rota.drain().succeeded == 1
+    assert cli("resume", "--queue", "mail").exit_code == 1
+    assert cli("pause", "--queue", "bad\x85name").exit_code == 1
 
 
 COMMANDS = [
@@ -155,6 +181,8 @@ def test_every_command_has_help_listed_in_order() -> None:
         ["retry", "abc"],
         ["pause"],
         ["resume", "nightly", "--all"],
+        ["pause", "--queue", "mail", "--all"],
+        ["pause", "7", "--queue", "mail"],
         ["jobs", "--url", "not a database url"],
         ["jobs", "--url", "sqlite:///x.db", "--table-prefix", "no-dashes!"],
         ["check", "--url", "oracle://scott:tiger@db/orcl"],

@@ -58,7 +58,7 @@ def seeded(make_rota: Callable[..., Rota], clock: FakeClock) -> Seeded:
     rota.drain()
     clock.advance(timedelta(minutes=5))
     rota.drain()
-    (scheduled,) = [job.id for job in rota.store.jobs(task="tick")]
+    scheduled = rota.store.jobs(task="tick")[0].id  # the 09:05 tick, newest first
     running = rota.queue(slow)
     now = clock.now()
     rota.store.register_worker(
@@ -92,7 +92,7 @@ def test_every_page_renders(seeded: Seeded) -> None:
     client = TestClient(create_app(seeded.rota))
     overview = client.get("/")
     assert overview.status_code == 200
-    assert "<svg" in overview.text and "2 succeeded, 1 failed" in overview.text
+    assert "<svg" in overview.text and "3 succeeded, 1 failed" in overview.text
     assert "box-1" in overview.text and f"#{seeded.running} slow" in overview.text
     assert ">mail</a>" in overview.text
 
@@ -271,12 +271,13 @@ def test_metrics(seeded: Seeded) -> None:
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     lines = set(response.text.splitlines())
     assert {
-        'rota_jobs{state="succeeded"} 2',
+        'rota_jobs{state="succeeded"} 3',
         'rota_jobs{state="failed"} 1',
         'rota_jobs{state="running"} 1',
         'rota_jobs{state="pending"} 0',
+        'rota_jobs{state="paused"} 0',
         'rota_jobs_queue{queue="mail",state="failed"} 1',
-        'rota_jobs_queue{queue="default",state="succeeded"} 2',
+        'rota_jobs_queue{queue="default",state="succeeded"} 3',
         "rota_workers_live 1",
         'rota_schedules{state="active"} 1',
         'rota_schedules{state="paused"} 0',

@@ -55,7 +55,7 @@ def test_skewed_instances_enqueue_one_job_per_tick(
     ticks = [job.scheduled_at for job in instances[0].store.jobs(task="every_minute", limit=999)]
     last = START + STEPS * STEP + SKEW
     minutes = (last - START) // timedelta(minutes=1)
-    expected = [START + n * timedelta(minutes=1) for n in range(1, minutes + 1)]
+    expected = [START + n * timedelta(minutes=1) for n in range(minutes + 1)]
     assert sorted(tick for tick in ticks if tick is not None) == expected
     assert len(ticks) == len(expected)
     missed = [r for r in caplog.records if getattr(r, "event", "") == "schedule.missed"]

@@ -16,7 +16,7 @@ from alembic.script import ScriptDirectory
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from rota import Rota, StoreError
+from rota import Rota, RotaError, StoreError, TaskDefinition
 from rota.cli import main
 from rota.store import migrate
 from rota.store.dialects import create_engine
@@ -158,7 +158,8 @@ def test_mysql_ddl_for_a_dba_to_review() -> None:
     assert "CREATE TABLE rota_jobs" in ddl
     assert "id BIGINT NOT NULL AUTO_INCREMENT" in ddl
     assert "DATETIME(6)" in ddl and "TIMESTAMP" not in ddl.replace("CURRENT_TIMESTAMP", "")
-    assert ddl.count("ENGINE=InnoDB") == 4  # jobs, workers, schedules, leases
+    assert ddl.count("ENGINE=InnoDB") == 5  # jobs, workers, schedules, leases, queues
+    assert "CREATE UNIQUE INDEX uq_rota_jobs_unique_key ON rota_jobs (task, unique_key)" in ddl
     assert "CHARSET=utf8mb4" in ddl and "COLLATE utf8mb4_bin" in ddl
     assert "CREATE INDEX ix_rota_jobs_claim ON rota_jobs (state, queue, priority, run_at)" in ddl
     assert "CREATE UNIQUE INDEX uq_rota_jobs_tick" in ddl
@@ -171,3 +172,36 @@ def test_postgres_ddl() -> None:
     assert result.exit_code == 0, result.output
     assert "CREATE TABLE app_jobs" in result.output
     assert "id BIGSERIAL NOT NULL" in result.output
+
+
+def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) -> None:
+    """A database at 0002 upgrades in place; a unique key then belongs to its task."""
+    engine, _ = create_engine(db.url)
+    config = migrate._config(db.prefix)
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+        connection.commit()
+    assert migrate.current_revision(engine, db.prefix) == "0002"
+    old = Rota(db.url, table_prefix=db.prefix, auto_migrate=False)
+    with pytest.raises(RotaError, match="run `rota migrate`"):
+        old.jobs()
+    old.store.engine.dispose()
+
+    rota = Rota(db.url, table_prefix=db.prefix)
+    rota.define_task(TaskDefinition(name="invoice", handler=lambda ctx: None))
+    rota.define_task(TaskDefinition(name="receipt", handler=lambda ctx: None))
+    assert rota.paused_queues() == [], "the queues table exists"
+    invoice = rota.queue("invoice", unique_key="order:1")
+    assert migrate.current_revision(engine, db.prefix) == migrate.head_revision()
+    assert rota.queue("receipt", unique_key="order:1") != invoice
+    assert rota.queue("invoice", unique_key="order:1") == invoice
+    with engine.connect() as connection:
+        (index,) = [
+            index
+            for index in inspect(connection).get_indexes(f"{db.prefix}jobs")
+            if index["name"] == f"uq_{db.prefix}jobs_unique_key"
+        ]
+    assert index["column_names"] == ["task", "unique_key"] and index["unique"]
+    rota.store.engine.dispose()
+    engine.dispose()

@@ -153,8 +153,12 @@ def test_bulk_enqueue_returns_ids_in_order(store: SqlStore) -> None:
 def test_counts_per_state_and_queue(store: SqlStore) -> None:
     store.enqueue([new(), new(), new(queue="mail"), new(at=START - timedelta(seconds=1))], START)
     claim(store, limit=1)
-    assert store.counts() == {
-        ("running", "default"): 1,
-        ("pending", "default"): 2,
-        ("pending", "mail"): 1,
+    counts = store.counts()
+    assert (counts.by_state["running"], counts.by_state["pending"], counts.total) == (1, 3, 4)
+    assert counts.by_state[JobState.FAILED] == 0
+    assert {queue: states["pending"] for queue, states in counts.by_queue.items()} == {
+        "default": 2,
+        "mail": 1,
     }
+    assert counts.by_queue["default"]["running"] == 1
+    assert {task: states["pending"] for task, states in counts.by_task.items()} == {"t": 3}

@@ -1,14 +1,13 @@
 """``rota retry``, ``cancel``, ``pause``, ``resume`` and ``run-now``: acting on jobs and schedules.
 
 Each prints what happened, and exits 1 when its target does not exist or the action does not
-apply to it (retrying a job that has not failed, pausing a paused schedule, ...).
+apply to it (retrying a job that has not failed, pausing a paused schedule, ...).  An integer
+target is a job id, anything else a schedule name.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator
 
 import click
 
@@ -70,54 +69,95 @@ def cancel_job(rota: Rota, job_id: int) -> str:
 
 def cancel_schedule(rota: Rota, name: str) -> str:
     if not rota.cancel(name):
-        raise fail(f"schedule {name!r} is {state_of(rota, name)}: nothing to cancel")
+        state = state_of(rota, name)
+        if state == "gone":
+            raise ScheduleNotFound(f"schedule {name!r} does not exist")
+        raise fail(f"schedule {name!r} is {state}: nothing to cancel")
     return f"schedule {name!r} cancelled: it enqueues no more jobs"
 
 
 @click.command()
-@click.argument("name", metavar="NAME|ID", required=False)
-@click.option("--all", "every", is_flag=True, help="Pause every active schedule.")
+@click.argument("target", metavar="ID|NAME", required=False)
+@click.option("--queue", "queue", metavar="QUEUE", help="Pause a queue, on every worker.")
+@click.option("--all", "every", is_flag=True, help="Pause every schedule and every queue.")
 @database_options
-def pause(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
-    """Pause a schedule (by NAME, which is its ID): no tick runs until it is resumed."""
-    one = single(name, every)
+def pause(
+    target: str | None, queue: str | None, every: bool, url: str | None, table_prefix: str
+) -> None:
+    """Pause a pending job (an integer ID), a schedule (its NAME), a queue (--queue) or
+    everything (--all). Nothing paused runs until it is resumed."""
+    which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
-        done = switch(rota, one, ScheduleState.ACTIVE, rota.pause, "paused")
-    click.echo(done or f"schedule {name!r} paused: no tick runs until it is resumed")
+        click.echo(switch(rota, which, paused=True))
 
 
 @click.command()
-@click.argument("name", metavar="NAME|ID", required=False)
-@click.option("--all", "every", is_flag=True, help="Resume every paused schedule.")
+@click.argument("target", metavar="ID|NAME", required=False)
+@click.option("--queue", "queue", metavar="QUEUE", help="Resume a paused queue.")
+@click.option("--all", "every", is_flag=True, help="Resume every schedule and every queue.")
 @database_options
-def resume(name: str | None, every: bool, url: str | None, table_prefix: str) -> None:
-    """Resume a paused schedule from its next tick; ticks missed while paused never run."""
-    one = single(name, every)
+def resume(
+    target: str | None, queue: str | None, every: bool, url: str | None, table_prefix: str
+) -> None:
+    """Resume a paused job, schedule (from its next tick; ticks missed while paused never
+    run), queue (--queue) or everything (--all)."""
+    which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
-        done = switch(rota, one, ScheduleState.PAUSED, rota.resume, "resumed")
-        schedule = rota.store.schedules.get(name) if name and not done else None
+        click.echo(switch(rota, which, paused=False))
+
+
+def switch(rota: Rota, which: tuple[str, str | None], *, paused: bool) -> str:
+    kind, target = which
+    verb = "paused" if paused else "resumed"
+    if kind == "all":
+        return switch_all(rota, paused=paused)
+    assert target is not None
+    if kind == "queue":
+        changed = rota.pause_queue(target) if paused else rota.resume_queue(target)
+        if not changed:
+            raise fail(f"queue {target!r} is {'already' if paused else 'not'} paused")
+        if paused:
+            return f"queue {target!r} paused: no worker claims from it until it is resumed"
+        return f"queue {target!r} resumed"
+    if JOB_ID.fullmatch(target):
+        job_id = int(target)
+        if not (rota.pause(job_id) if paused else rota.resume(job_id)):
+            state = rota.job(job_id).state.value
+            source = "pending" if paused else "paused"
+            raise fail(f"job {job_id} is {state}: only {source} jobs can be {verb}")
+        if paused:
+            return f"job {job_id} paused: no worker claims it until it is resumed"
+        return f"job {job_id} resumed: it is pending again"
+    if not (rota.pause(target) if paused else rota.resume(target)):
+        source = "active" if paused else "paused"
+        state = state_of(rota, target)
+        raise fail(f"schedule {target!r} is {state}: only {source} schedules can be {verb}")
+    if paused:
+        return f"schedule {target!r} paused: no tick runs until it is resumed"
+    schedule = rota.store.schedules.get(target)
     next_run = when(schedule.next_run_at) if schedule is not None else "-"
-    click.echo(done or f"schedule {name!r} resumed: next run at {next_run}")
+    return f"schedule {target!r} resumed: next run at {next_run}"
 
 
-def switch(
-    rota: Rota,
-    one: str | None,
-    source: ScheduleState,
-    action: Callable[[str | None], bool],
-    verb: str,
-) -> str | None:
-    """Pause or resume one schedule, or every one in ``source``; a listing when all were."""
-    if one is None:
-        affected = names(rota, source)
-        action(None)
-        return listing(verb, affected)
-    with not_a_job(one):
-        changed = action(one)
-    if not changed:
-        state = state_of(rota, one)
-        raise fail(f"schedule {one!r} is {state}: only {source.value} schedules can be {verb}")
-    return None
+def switch_all(rota: Rota, *, paused: bool) -> str:
+    """Pause or resume every schedule and queue; list what changed."""
+    source = ScheduleState.ACTIVE if paused else ScheduleState.PAUSED
+    schedules = names(rota, source)
+    queues_before = set(rota.paused_queues())
+    if paused:
+        rota.pause()
+    else:
+        rota.resume()
+    queues = sorted(set(rota.paused_queues()) ^ queues_before)
+    verb = "paused" if paused else "resumed"
+    if not schedules and not queues:
+        return f"nothing to be {verb}"
+    parts = [
+        f"{len(items)} {kind}(s): {', '.join(items)}"
+        for kind, items in (("schedule", schedules), ("queue", queues))
+        if items
+    ]
+    return f"{verb} {'; '.join(parts)}"
 
 
 @click.command("run-now")
@@ -137,36 +177,20 @@ def run_now(name: str, url: str | None, table_prefix: str) -> None:
         )
 
 
-def single(name: str | None, every: bool) -> str | None:
-    if every == (name is not None):
-        raise click.UsageError("give either a schedule NAME or --all")
-    return name
+def single(target: str | None, queue: str | None, every: bool) -> tuple[str, str | None]:
+    """Which one of a job or schedule, ``--queue`` or ``--all`` was asked for."""
+    given = [kind for kind, on in (("one", target), ("queue", queue), ("all", every)) if on]
+    if len(given) != 1:
+        raise click.UsageError("give one of: a job ID or schedule NAME, --queue QUEUE, --all")
+    if given[0] == "all":
+        return "all", None
+    return given[0], target if given[0] == "one" else queue
 
 
 def names(rota: Rota, state: ScheduleState) -> list[str]:
     return [schedule.name for schedule in rota.store.schedules.all((state,))]
 
 
-def listing(verb: str, schedule_names: list[str]) -> str:
-    if not schedule_names:
-        return f"no schedule to be {verb}"
-    return f"{verb} {len(schedule_names)} schedule(s): {', '.join(schedule_names)}"
-
-
 def state_of(rota: Rota, name: str) -> str:
     schedule: Schedule | None = rota.store.schedules.get(name)
     return schedule.state.value if schedule is not None else "gone"
-
-
-@contextlib.contextmanager
-def not_a_job(name: str) -> Iterator[None]:
-    """A missing schedule whose name is a number was probably meant as a job: say so."""
-    try:
-        yield
-    except ScheduleNotFound as error:
-        if not JOB_ID.fullmatch(name):
-            raise
-        raise fail(
-            f"{error.code}: {error} (jobs are not paused or resumed; `rota cancel {name}` "
-            "cancels a job)"
-        ) from error

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -32,6 +32,8 @@ ALIASES = {
     "@annually": "0 0 1 1 *",
 }
 FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
+LARGEST_STEP = (59, 23, 31, 12, 7)
+"""A step past a field's range matches its first value only: a typo, so it is refused."""
 MAX_LENGTH = 255
 """Schedules store the expression as given, in a column this wide."""
 MAX_ZONE_LENGTH = 64
@@ -54,6 +56,11 @@ class Cron:
     def next_after(self, moment: datetime) -> datetime:
         """The first tick strictly after ``moment``."""
         return next(self.ticks_after(moment))
+
+    def first_run(self, moment: datetime) -> datetime:
+        """The first tick at or after ``moment``: where a new, changed or resumed schedule
+        starts, so one created at 00:00:00 with ``*/5 * * * *`` runs the 00:00 tick."""
+        return self.next_after(moment - timedelta(microseconds=1))
 
     def ticks_after(self, moment: datetime) -> Iterator[datetime]:
         """Ticks strictly after ``moment``, in increasing order, as aware UTC datetimes."""
@@ -110,6 +117,14 @@ def _fields(expression: str) -> str:
         CronSim(text, datetime(2000, 1, 1, tzinfo=timezone.utc))
     except CronSimError as exc:
         raise InvalidCron(f"invalid cron expression {expression!r}: {_name_field(exc)}") from exc
+    for name, part, largest in zip(FIELDS, parts, LARGEST_STEP, strict=True):
+        for item in part.split(","):
+            _, slash, step = item.partition("/")
+            if slash and not (step.isdigit() and int(step) <= largest):
+                raise InvalidCron(
+                    f"invalid cron expression {expression!r}: bad {name} field (step {step} "
+                    f"is over {largest})"
+                )
     return text
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -14,6 +15,7 @@ MAX_JOB_ID = 2**63 - 1
 
 class JobState(str, Enum):
     PENDING = "pending"
+    PAUSED = "paused"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -25,6 +27,9 @@ class JobState(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    __hash__ = str.__hash__
+    """Hash as the plain string, so ``counts["failed"]`` and ``counts[JobState.FAILED]`` agree."""
 
 
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
@@ -129,7 +134,11 @@ class WorkerInfo:
 
 @dataclass(frozen=True, slots=True)
 class JobStatus:
-    """One line of ``Rota.jobs()``: a pending or running job (schedules join them later)."""
+    """One line of ``Rota.jobs()``: a schedule, or a pending, paused or running job.
+
+    ``status`` is the schedule's or job's state; a pending job in a paused queue is
+    ``"paused"``, since no worker claims it until the queue is resumed.
+    """
 
     id: int | str
     name: str
@@ -139,6 +148,42 @@ class JobStatus:
     next_run: datetime | None
     runs: int
     failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Exact job counts from ``Rota.counts()``, every state present (zero when none).
+
+    ``by_state`` maps a state to its count; ``by_queue`` and ``by_task`` map a queue or task
+    name to such a mapping. Keys are the states' strings (``JobState`` members look up alike).
+    """
+
+    by_state: dict[str, int]
+    by_queue: dict[str, dict[str, int]]
+    by_task: dict[str, dict[str, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, str, str, int]]) -> Counts:
+        """From ``(state, queue, task, count)`` rows, as one GROUP BY gives them."""
+        by_state = _zeros()
+        by_queue: dict[str, dict[str, int]] = {}
+        by_task: dict[str, dict[str, int]] = {}
+        for state, queue, task, count in rows:
+            for counted in (
+                by_state,
+                by_queue.setdefault(queue, _zeros()),
+                by_task.setdefault(task, _zeros()),
+            ):
+                counted[state] = counted.get(state, 0) + count
+        return cls(by_state, dict(sorted(by_queue.items())), dict(sorted(by_task.items())))
+
+
+def _zeros() -> dict[str, int]:
+    return {state.value: 0 for state in JobState}
 
 
 @dataclass(frozen=True, slots=True)

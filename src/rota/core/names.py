@@ -3,13 +3,18 @@
 The database compares names (unique indexes, filters), and the backends disagree at the edges:
 MySQL's PAD SPACE collations take ``"k"`` and ``"k "`` for the same key, PostgreSQL refuses
 NUL, and no driver can send a lone surrogate. Refusing such names when they are given keeps
-every backend exact; control characters are refused too, as they would forge log lines.
+every backend exact; control and format characters are refused too.
 """
 
 from __future__ import annotations
 
+import unicodedata
+
 from rota.errors import RotaError
 
+INVISIBLE = {"Cc": "a control character", "Cf": "a format character"}
+"""C0 and C1 controls forge log lines; format characters (zero-width, bidi overrides) make two
+different names look alike."""
 LIMITS = {"task": 255, "queue": 64, "schedule": 255, "unique_key": 255}
 """Characters of each kind of name; the schema's columns are this wide."""
 
@@ -23,12 +28,12 @@ def name_problem(kind: str, value: object) -> str | None:
         return f"{kind} must be 1 to {limit} characters, got {len(value)}"
     if value[0].isspace() or value[-1].isspace():
         return f"{kind} {value!r} starts or ends with whitespace"
-    if any(ord(char) < 32 or ord(char) == 127 for char in value):
-        return f"{kind} {value!r} contains a control character"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{kind} {value!r} is not valid Unicode"
+    for char in value:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return f"{kind} {value!r} is not valid Unicode"
+        if category in INVISIBLE:
+            return f"{kind} {value!r} contains {INVISIBLE[category]} (U+{ord(char):04X})"
     return None
 
 

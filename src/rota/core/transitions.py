@@ -8,9 +8,13 @@
          │  └── retry / release ──┘  │ └───── fail ───────▶ failed
          │      / rescue             │
          │                           └─────── cancel ─────▶ cancelled
-         └──────────────── cancel ────────────────────────▶ cancelled
+         ├──────────────── cancel ────────────────────────▶ cancelled
+         │  ▲
+       pause  resume
+         ▼  │
+        paused ───────────────────── cancel ──────────────▶ cancelled
 
-        failed, cancelled ── manual retry ──▶ pending    (CLI or dashboard only)
+        failed, cancelled ── manual retry ──▶ pending    (API, CLI or dashboard)
 
 ``retry`` spends an attempt and waits for the back-off; ``release`` (graceful shutdown) gives
 the attempt back; ``rescue`` is a retry decided for a job whose lease expired.  The store writes
@@ -32,6 +36,9 @@ EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
     {
         (JobState.PENDING, JobState.RUNNING),
         (JobState.PENDING, JobState.CANCELLED),
+        (JobState.PENDING, JobState.PAUSED),
+        (JobState.PAUSED, JobState.PENDING),
+        (JobState.PAUSED, JobState.CANCELLED),
         (JobState.RUNNING, JobState.SUCCEEDED),
         (JobState.RUNNING, JobState.FAILED),
         (JobState.RUNNING, JobState.CANCELLED),

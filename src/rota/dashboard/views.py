@@ -234,16 +234,11 @@ def overview(rota: Rota) -> dict[str, Any]:
     jobs, truncated = _scan(rota)
     live = rota.store.workers(now - LIVE_WORKER_WINDOW)
     counts = rota.store.counts()
-    by_state: Counter[str] = Counter()
-    by_queue: dict[str, Counter[str]] = defaultdict(Counter)
-    for (state, queue), count in counts.items():
-        by_state[state] += count
-        by_queue[queue][state] += count
     return {
         "now": now,
         "states": [state.value for state in JobState],
-        "by_state": {state.value: by_state.get(state.value, 0) for state in JobState},
-        "by_queue": {queue: dict(counts) for queue, counts in sorted(by_queue.items())},
+        "by_state": counts.by_state,
+        "by_queue": counts.by_queue,
         "truncated": truncated,
         "scan_limit": SCAN_LIMIT,
         "chart": hourly_chart(jobs, now),
@@ -375,10 +370,14 @@ def _label(value: str) -> str:
 def metrics(rota: Rota) -> str:
     """The Prometheus text exposition (format 0.0.4) of jobs, workers and schedules."""
     now = rota.clock.now()
-    by_queue = {(queue, state): count for (state, queue), count in rota.store.counts().items()}
-    by_state: Counter[str] = Counter()
-    for (_, state), count in by_queue.items():
-        by_state[state] += count
+    counts = rota.store.counts()
+    by_state = counts.by_state
+    by_queue = {
+        (queue, state): count
+        for queue, states in counts.by_queue.items()
+        for state, count in states.items()
+        if count
+    }
     workers = rota.store.workers(now - LIVE_WORKER_WINDOW)
     schedules = Counter(s.state.value for s in rota.store.schedules.all())
     lines = [

@@ -63,10 +63,11 @@ class Executor:
         """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
         span = self.telemetry.begin(job, self.clock.now()) if self.telemetry else None
         definition = self.registry.find(job.task)
-        if definition is None or job.payload_error is not None:
-            error = _refusal(job, registered=definition is not None)
-            outcome = Outcome(OutcomeKind.FAILED, self._error(job, error), retryable=False)
-            return Finished(self._decide(job, outcome, 0.0, span, error), None)
+        refusal = _refusal(job, definition)
+        if definition is None or refusal is not None:
+            assert refusal is not None
+            outcome = Outcome(OutcomeKind.FAILED, self._error(job, refusal), retryable=False)
+            return Finished(self._decide(job, outcome, 0.0, span, refusal), None)
         ctx = JobContext(
             job_id=job.id,
             task=job.task,
@@ -171,11 +172,18 @@ class Executor:
                 self.events.job("job.failed", job, logging.ERROR, **details)
 
 
-def _refusal(job: Job, registered: bool) -> RotaError:
-    """Why ``job`` cannot run at all, so that no later attempt would do better."""
-    if not registered:
+def _refusal(job: Job, definition: TaskDefinition | None) -> RotaError | None:
+    """Why ``job`` cannot run at all, so that no later attempt would do better: its task is
+    unknown here, its arguments unreadable, or they do not fit the handler (a job queued by
+    name from a process that does not define the task)."""
+    if definition is None:
         return TaskNotRegistered(f"task {job.task!r} is not registered in this worker")
-    return InvalidArguments(f"job {job.id} cannot be run: {job.payload_error}")
+    if job.payload_error is not None:
+        return InvalidArguments(f"job {job.id} cannot be run: {job.payload_error}")
+    problem = definition.argument_problem(job.args, job.kwargs)
+    if problem is not None:
+        return InvalidArguments(f"job {job.id} of task {job.task!r}: {problem}")
+    return None
 
 
 def _cancel(runner: asyncio.Future[Any], thread: Future[Any] | None) -> asyncio.Future[Any]:

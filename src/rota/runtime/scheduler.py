@@ -66,7 +66,7 @@ def sync_code_schedules(
     """
     defined = set()
     for spec in specs:
-        store.upsert(spec, Cron(spec.cron, spec.tz).next_after(now), now)
+        store.upsert(spec, Cron(spec.cron, spec.tz).first_run(now), now)
         defined.add(spec.name)
     mine, elsewhere = set(own_tasks), set(live_tasks) - set(own_tasks)
     stale = [

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.core.model import (
+    Counts,
     Job,
     JobState,
     NewJob,
@@ -43,6 +44,7 @@ class Store(Protocol):
     ) -> list[Job]:
         """Move up to ``limit`` due pending jobs of ``tasks`` in ``queues`` to ``running``.
 
+        Queues paused with ``set_queues_paused`` are skipped, read in the same transaction.
         Due means ``run_at <= now``; order is priority, then ``run_at``, then id.  Each claimed
         job's attempt is incremented and its lease given to ``worker_id`` until
         ``lease_until``.  Concurrent callers never receive the same job.
@@ -75,8 +77,8 @@ class Store(Protocol):
         """Apply rescue transitions to jobs whose lease is still expired; return how many."""
         ...
 
-    def counts(self) -> dict[tuple[str, str], int]:
-        """The number of jobs per ``(state, queue)``."""
+    def counts(self) -> Counts:
+        """Exact job counts by state, by queue and by task."""
         ...
 
     def job(self, job_id: int) -> Job | None: ...
@@ -86,17 +88,35 @@ class Store(Protocol):
         states: Sequence[JobState] = (),
         task: str | None = None,
         queue: str | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
     ) -> list[Job]:
-        """Newest first."""
+        """Newest first; ``limit=None`` lists them all."""
         ...
 
     def cancel(self, job_id: int, now: datetime) -> bool | None:
-        """Cancel a pending job, or ask the worker of a running one to cancel it.
+        """Cancel a pending or paused job, or ask the worker of a running one to cancel it.
 
         ``True`` when done or asked, ``False`` when the job had already finished, ``None``
         when there is no such job.
         """
+        ...
+
+    def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:
+        """Move a job from ``source`` to ``target`` if it is still in ``source``.
+
+        ``True`` when moved, ``False`` when the job is in another state, ``None`` when there is
+        no such job.
+        """
+        ...
+
+    def set_queues_paused(self, names: Sequence[str], paused: bool, now: datetime) -> list[str]:
+        """Pause or resume queues (persisted; ``claim`` skips paused ones); the names changed."""
+        ...
+
+    def paused_queues(self) -> set[str]: ...
+
+    def waiting_queues(self) -> set[str]:
+        """Queues that hold pending or paused jobs."""
         ...
 
     def retry(self, transition: Transition) -> bool:

@@ -38,6 +38,7 @@ class Schema:
     workers: Table
     schedules: Table
     leases: Table
+    queues: Table
 
 
 def build_schema(prefix: str = "rota_") -> Schema:
@@ -68,7 +69,7 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", "finished_at"),
         Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
-        Index(f"uq_{prefix}jobs_unique_key", "unique_key", unique=True),
+        Index(f"uq_{prefix}jobs_unique_key", "task", "unique_key", unique=True),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
@@ -114,4 +115,19 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("until", UtcDateTime, nullable=False),
         **MYSQL_TABLE_OPTIONS,
     )
-    return Schema(metadata=metadata, jobs=jobs, workers=workers, schedules=schedules, leases=leases)
+    queues = Table(
+        f"{prefix}queues",
+        metadata,
+        Column("name", String(LIMITS["queue"]), primary_key=True),
+        Column("paused", Boolean, nullable=False, server_default=false()),
+        Column("updated_at", UtcDateTime, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    return Schema(
+        metadata=metadata,
+        jobs=jobs,
+        workers=workers,
+        schedules=schedules,
+        leases=leases,
+        queues=queues,
+    )

@@ -20,6 +20,7 @@ from rota.core.model import (
     DEFAULT_QUEUE,
     MAX_JOB_ID,
     AttemptError,
+    Counts,
     Job,
     JobState,
     NewJob,
@@ -101,7 +102,9 @@ class SqlStore:
         """
         table = self.schema.jobs
         connection.execute(self.dialect.insert_ignoring_duplicates(table, [row]))
-        query = select(table.c.id).where(table.c.unique_key == row["unique_key"])
+        query = select(table.c.id).where(
+            table.c.task == row["task"], table.c.unique_key == row["unique_key"]
+        )
         return int(connection.execute(query).scalar_one())
 
     def _insert(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
@@ -177,7 +180,6 @@ class SqlStore:
         if limit <= 0 or not queues or not tasks:
             return []
         jobs = self.schema.jobs
-        candidates = self.claim_query(queues, tasks, limit, now)
         changes = {
             "state": RUNNING,
             "attempt": jobs.c.attempt + 1,
@@ -187,6 +189,14 @@ class SqlStore:
         }
 
         def work(connection: Connection) -> list[Job]:
+            paused = self._paused_queues(connection)
+            if paused:
+                open_queues = [queue for queue in queues if queue not in paused]
+                if not open_queues:
+                    return []
+                candidates = self.claim_query(open_queues, tasks, limit, now)
+            else:
+                candidates = self.claim_query(queues, tasks, limit, now)
             if self.dialect.returning:
                 ids = candidates.with_only_columns(jobs.c.id)
                 statement = (
@@ -298,14 +308,13 @@ class SqlStore:
         )
         return self._transaction(lambda conn: [_to_job(row) for row in conn.execute(query)])
 
-    def counts(self) -> dict[tuple[str, str], int]:
-        """Jobs per (state, queue), counted by the database from the claim index."""
+    def counts(self) -> Counts:
+        """Jobs per state, queue and task, counted by the database in one GROUP BY."""
         jobs = self.schema.jobs
-        query = select(jobs.c.state, jobs.c.queue, func.count()).group_by(
-            jobs.c.state, jobs.c.queue
-        )
+        columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
+        query = select(*columns, func.count()).group_by(*columns)
         rows = self._transaction(lambda conn: conn.execute(query).all())
-        return {(state, queue): int(count) for state, queue, count in rows}
+        return Counts.from_rows((state, queue, task, int(n)) for state, queue, task, n in rows)
 
     def job(self, job_id: int) -> Job | None:
         if not 0 < job_id <= MAX_JOB_ID:
@@ -320,7 +329,7 @@ class SqlStore:
         states: Sequence[JobState] = (),
         task: str | None = None,
         queue: str | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
     ) -> list[Job]:
         table = self.schema.jobs
         query = select(table).order_by(table.c.id.desc()).limit(limit)
@@ -338,7 +347,8 @@ class SqlStore:
         jobs = self.schema.jobs
 
         def work(connection: Connection) -> bool | None:
-            pending = and_(jobs.c.id == job_id, jobs.c.state == JobState.PENDING.value)
+            waiting = (JobState.PENDING.value, JobState.PAUSED.value)
+            pending = and_(jobs.c.id == job_id, jobs.c.state.in_(waiting))
             if connection.execute(
                 update(jobs)
                 .where(pending)
@@ -354,6 +364,66 @@ class SqlStore:
             return False if found is not None else None
 
         return self._transaction(work, idempotent=False)
+
+    def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:
+        """Move a job from ``source`` to ``target`` if it is still there (``pause``/``resume``);
+        ``None`` when there is no such job."""
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
+        jobs = self.schema.jobs
+
+        def work(connection: Connection) -> bool | None:
+            moved = connection.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.state == source.value)
+                .values(state=target.value)
+            ).rowcount
+            if moved:
+                return True
+            found = connection.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first()
+            return False if found is not None else None
+
+        return self._transaction(work)
+
+    def set_queues_paused(self, names: Sequence[str], paused: bool, now: datetime) -> list[str]:
+        """Pause or resume queues by name; return those whose state changed."""
+        queues = self.schema.queues
+
+        def work(connection: Connection) -> list[str]:
+            known = {
+                name: bool(flag)
+                for name, flag in connection.execute(
+                    select(queues.c.name, queues.c.paused).where(queues.c.name.in_(names))
+                )
+            }
+            changed = [name for name in dict.fromkeys(names) if known.get(name, False) != paused]
+            for name in changed:
+                if name in known:
+                    connection.execute(
+                        update(queues)
+                        .where(queues.c.name == name)
+                        .values(paused=paused, updated_at=now)
+                    )
+                else:
+                    row = {"name": name, "paused": paused, "updated_at": now}
+                    connection.execute(self.dialect.insert_ignoring_duplicates(queues, [row]))
+            return changed
+
+        return self._transaction(work)
+
+    def paused_queues(self) -> set[str]:
+        return self._transaction(self._paused_queues)
+
+    def _paused_queues(self, connection: Connection) -> set[str]:
+        queues = self.schema.queues
+        return set(connection.execute(select(queues.c.name).where(queues.c.paused)).scalars())
+
+    def waiting_queues(self) -> set[str]:
+        """Queues with pending or paused jobs, read from the claim index."""
+        jobs = self.schema.jobs
+        waiting = (JobState.PENDING.value, JobState.PAUSED.value)
+        query = select(jobs.c.queue).where(jobs.c.state.in_(waiting)).distinct()
+        return set(self._transaction(lambda conn: conn.execute(query).scalars().all()))
 
     def retry(self, transition: Transition) -> bool:
         jobs = self.schema.jobs
