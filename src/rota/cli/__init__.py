@@ -12,7 +12,6 @@ from rota.cli.admin import (
     configure_logging,
     demo,
     exit_despite_stuck_handlers,
-    load_app,
     migrate,
     prune,
     worker,
@@ -20,6 +19,7 @@ from rota.cli.admin import (
 from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
 from rota.cli.dashboard import dashboard
+from rota.cli.loading import load_app
 from rota.cli.show import job, jobs, schedules
 
 __all__ = ["configure_logging", "exit_despite_stuck_handlers", "load_app", "main"]

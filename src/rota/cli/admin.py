@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import sys
@@ -13,30 +12,14 @@ from datetime import timedelta
 
 import click
 
-from rota.app import Rota
 from rota.cli.common import connected, database_options
+from rota.cli.loading import load_app
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import JsonLines
 from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import migrate as migrations
 from rota.store.dialects import create_engine
-
-
-def load_app(target: str) -> Rota:
-    """Import ``MODULE:ATTR`` (from the current directory too) and return its ``Rota``."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter(f"expected MODULE:ATTR, got {target!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        app = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise click.BadParameter(f"cannot load {target!r}: {exc}") from exc
-    if not isinstance(app, Rota):
-        raise click.BadParameter(f"{target!r} is a {type(app).__name__}, not a Rota")
-    return app
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:
@@ -120,8 +103,9 @@ def worker(
     log_level: str,
     log_format: str | None,
 ) -> None:
-    """Run a worker for the Rota instance APP (MODULE:ATTR) until SIGINT or SIGTERM."""
+    """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM."""
     configure_logging(log_level, log_format or "text")
+    rota = load_app(app)  # here too under --processes: a bad APP is one error, not N children's
     if processes > 1:
         child = [
             sys.executable,
@@ -142,7 +126,6 @@ def worker(
             child += ["--queues", queues]
         sys.exit(supervise(child, processes, grace=grace))
     watch_supervisor()
-    rota = load_app(app)
     if log_format:
         rota.events.log_format = log_format
     if concurrency is not None:

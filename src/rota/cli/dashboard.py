@@ -10,7 +10,7 @@ import ipaddress
 
 import click
 
-from rota.cli.admin import load_app
+from rota.cli.loading import load_app
 
 
 def is_loopback(host: str) -> bool:
@@ -25,7 +25,7 @@ def is_loopback(host: str) -> bool:
 
 
 @click.command()
-@click.argument("app", metavar="MODULE:ATTR")
+@click.argument("app")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8678, show_default=True, help="TCP port."
@@ -37,7 +37,10 @@ def is_loopback(host: str) -> bool:
     help="Require this token (Bearer header or login form); also $ROTA_DASHBOARD_TOKEN.",
 )
 def dashboard(app: str, host: str, port: int, token: str | None) -> None:
-    """Serve the web dashboard of the Rota at MODULE:ATTR (loopback only without a token)."""
+    """Serve the web dashboard of the Rota at APP (MODULE:ATTR or PATH.py:ATTR).
+
+    Without a token it listens on this machine only.
+    """
     if not token and not is_loopback(host):
         raise click.UsageError(
             f"refusing to serve the dashboard on {host!r} without a token: anyone who can reach "
