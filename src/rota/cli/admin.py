@@ -16,21 +16,10 @@ from rota.cli.common import connected, database_options
 from rota.cli.loading import load_app
 from rota.config import default_url
 from rota.errors import RotaError
-from rota.observe.logs import JsonLines
+from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import migrate as migrations
 from rota.store.dialects import create_engine
-
-
-def configure_logging(level: str, log_format: str = "text") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        handler.setFormatter(JsonLines())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
-    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
-    if level.upper() != "DEBUG":
-        logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 @click.command()
@@ -104,8 +93,12 @@ def worker(
     log_format: str | None,
 ) -> None:
     """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM."""
-    configure_logging(log_level, log_format or "text")
-    rota = load_app(app)  # here too under --processes: a bad APP is one error, not N children's
+    handler = configure_logging(log_level, log_format or "text")
+    with held():
+        rota = load_app(app)
+        log_format = log_format or rota.events.log_format
+        handler.setFormatter(formatter(log_format))
+    rota.events.log_format = log_format
     if processes > 1:
         child = [
             sys.executable,
@@ -117,17 +110,15 @@ def worker(
             str(grace),
             "--log-level",
             log_level,
+            "--log-format",
+            log_format,
         ]
-        if log_format:
-            child += ["--log-format", log_format]
         if concurrency is not None:
             child += ["--concurrency", str(concurrency)]
         if queues:
             child += ["--queues", queues]
         sys.exit(supervise(child, processes, grace=grace))
     watch_supervisor()
-    if log_format:
-        rota.events.log_format = log_format
     if concurrency is not None:
         rota.config = replace(rota.config, concurrency=concurrency)
     if queues:
@@ -136,7 +127,12 @@ def worker(
     try:
         rota.run(grace=grace)
     except RotaError as error:
-        raise click.ClickException(f"{error.code}: {error}") from error
+        if log_format != "json":
+            raise click.ClickException(f"{error.code}: {error}") from error
+        logging.getLogger("rota").error(
+            "%s: %s", error.code, error, extra={"event": "worker.failed", "code": error.code}
+        )
+        sys.exit(1)
     exit_despite_stuck_handlers()
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from rota.core.model import Job
 from rota.errors import ConfigError
+from rota.observe.logs import RENDERED
 
 JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
 EVENTS = frozenset(
@@ -113,6 +114,7 @@ class EventLog:
             extra = {key: fields.get(key) for key in JOB_FIELDS}
             extra.update(fields)
             extra["event"] = event
+            extra[RENDERED] = True
             self.logger.log(level, "%s", self._message(event, fields), extra=extra)
         if hooks:
             happened = Event(event, datetime.now(timezone.utc), dict(fields))
