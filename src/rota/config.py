@@ -58,20 +58,24 @@ class RotaConfig:
             object.__setattr__(self, name, period)
         if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
             raise ConfigError("catchup_missed and auto_migrate must be True or False")
-        if (
-            not isinstance(self.table_prefix, str)
-            or not self.table_prefix.isascii()
-            or not self.table_prefix.replace("_", "").isalnum()
-            or len(self.table_prefix) > 20
-        ):
-            raise ConfigError(
-                f"table_prefix must be up to 20 letters, digits or '_', got {self.table_prefix!r}"
-            )
+        check_table_prefix(self.table_prefix)
 
     def __repr__(self) -> str:
         values = {item.name: getattr(self, item.name) for item in fields(self)}
         values["url"] = masked_url(self.url)
         return f"RotaConfig({', '.join(f'{name}={value!r}' for name, value in values.items())})"
+
+
+def check_table_prefix(prefix: object) -> str:
+    """Table names are built from the prefix, so it is kept to what every backend takes bare."""
+    if (
+        not isinstance(prefix, str)
+        or not prefix.isascii()
+        or not prefix.replace("_", "").isalnum()
+        or len(prefix) > 20
+    ):
+        raise ConfigError(f"table_prefix must be up to 20 letters, digits or '_', got {prefix!r}")
+    return prefix
 
 
 def masked_url(url: str) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -192,3 +194,31 @@ def test_usage_errors_exit_2(arguments: list[str]) -> None:
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 2, result.output
     assert "tiger" not in result.output
+
+
+def test_a_five_thousand_digit_id_is_no_job_not_a_crash(rota: Rota, cli: Cli) -> None:
+    rota.jobs()  # the schema exists
+    huge = "9" * 5000
+    for command in ("job", "retry", "cancel", "pause", "resume"):
+        result = cli(command, huge)
+        assert result.exit_code == 1, (command, result.output[:200])
+        assert result.stderr.startswith("Error: JOB_NOT_FOUND: job 99999999999999999999... (5000")
+        assert len(result.stderr) < 200 and "Traceback" not in result.output
+    assert "job 9223372036854775808 does not exist" in cli("job", "9223372036854775808").stderr
+    assert cli("job", "00000000000000000000000000000000000000000007").exit_code == 1
+
+
+@pytest.mark.parametrize("prefix", ["x'; DROP TABLE y; --", 'q"uote', "a`b", "x" * 21, "é_"])
+@pytest.mark.parametrize("command", ["migrate", "jobs", "prune", "check", "pause"])
+def test_a_table_prefix_with_quotes_is_a_usage_error(
+    tmp_path: Path, command: str, prefix: str
+) -> None:
+    url = f"sqlite:///{tmp_path}/rota.db"
+    arguments = [command, "--all"] if command == "pause" else [command]
+    result = CliRunner().invoke(main, [*arguments, "--url", url, "--table-prefix", prefix])
+    assert result.exit_code == 2, result.output
+    assert "CONFIG_ERROR: table_prefix must be up to 20 letters" in result.stderr
+    if (tmp_path / "rota.db").exists():
+        with sqlite3.connect(tmp_path / "rota.db") as connection:
+            tables = connection.execute("SELECT name FROM sqlite_master").fetchall()
+        assert tables == [], "nothing was created"

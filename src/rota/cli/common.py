@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich import box
@@ -18,7 +18,8 @@ from rich.table import Table
 from sqlalchemy import exc as sa_exc
 
 from rota.app import Rota
-from rota.config import default_url
+from rota.config import check_table_prefix, default_url
+from rota.core.model import MAX_JOB_ID
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
@@ -30,6 +31,10 @@ from rota.store import migrate as migrations
 from rota.store.dialects import check_server, describe_url, parse_url
 
 F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    IntParamType = click.ParamType[int]
+else:  # click is generic only from 8.2 on
+    IntParamType = click.ParamType
 CONNECT_TIMEOUT = 5.0
 
 
@@ -39,6 +44,7 @@ def database_options(command: F) -> F:
         "--table-prefix",
         default="rota_",
         show_default=True,
+        callback=_table_prefix,
         help="Prefix of rota's tables, as Rota(table_prefix=...).",
     )(command)
     return click.option(
@@ -47,6 +53,40 @@ def database_options(command: F) -> F:
         metavar="URL",
         help="Database URL (default: $ROTA_DATABASE_URL, else sqlite:///rota.db).",
     )(command)
+
+
+def _table_prefix(context: click.Context, parameter: click.Parameter, value: str) -> str:
+    try:
+        return check_table_prefix(value)
+    except ConfigError as error:
+        raise click.BadParameter(f"{error.code}: {error}") from error
+
+
+class JobId(IntParamType):
+    """A job id as typed: digits only; more than ``MAX_JOB_ID`` has is no job, not a crash."""
+
+    name = "ID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value)
+        if not (text.isascii() and text.isdigit()):
+            self.fail(f"a job id is a number, got {text[:40]!r}", param, ctx)
+        return job_id(text)
+
+
+def job_id(digits: str) -> int:
+    """The id ``digits`` names; ``JOB_NOT_FOUND`` when it is past any job's (BIGINT) id."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(MAX_JOB_ID)) or int(significant) > MAX_JOB_ID:
+        shown = (
+            significant
+            if len(significant) <= 20
+            else f"{significant[:20]}... ({len(significant)} digits)"
+        )
+        raise fail(f"JOB_NOT_FOUND: job {shown} does not exist (ids end at {MAX_JOB_ID})")
+    return int(significant)
 
 
 def json_option(command: F) -> F:

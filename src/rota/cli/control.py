@@ -12,17 +12,17 @@ import re
 import click
 
 from rota.app import LIVE_WORKER_WINDOW, Rota
-from rota.cli.common import connected, database_options, fail
+from rota.cli.common import JobId, connected, database_options, fail, job_id
 from rota.core.model import JobState, Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
 
-JOB_ID = re.compile(r"[0-9]+")
+JOB_ID = re.compile(r"[0-9]+", re.ASCII)
 RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=click.IntRange(min=0))
+@click.argument("job_id", metavar="ID", type=JobId())
 @database_options
 def retry(job_id: int, url: str | None, table_prefix: str) -> None:
     """Put a failed or cancelled job back to pending, with a fresh attempt budget."""
@@ -49,7 +49,7 @@ def cancel(target: str, url: str | None, table_prefix: str) -> None:
     """
     with connected(url, table_prefix) as rota:
         if JOB_ID.fullmatch(target):
-            click.echo(cancel_job(rota, int(target)))
+            click.echo(cancel_job(rota, job_id(target)))
         else:
             click.echo(cancel_schedule(rota, target))
 
@@ -120,14 +120,14 @@ def switch(rota: Rota, which: tuple[str, str | None], *, paused: bool) -> str:
             return f"queue {target!r} paused: no worker claims from it until it is resumed"
         return f"queue {target!r} resumed"
     if JOB_ID.fullmatch(target):
-        job_id = int(target)
-        if not (rota.pause(job_id) if paused else rota.resume(job_id)):
-            state = rota.job(job_id).state.value
+        number = job_id(target)
+        if not (rota.pause(number) if paused else rota.resume(number)):
+            state = rota.job(number).state.value
             source = "pending" if paused else "paused"
-            raise fail(f"job {job_id} is {state}: only {source} jobs can be {verb}")
+            raise fail(f"job {number} is {state}: only {source} jobs can be {verb}")
         if paused:
-            return f"job {job_id} paused: no worker claims it until it is resumed"
-        return f"job {job_id} resumed: it is pending again"
+            return f"job {number} paused: no worker claims it until it is resumed"
+        return f"job {number} resumed: it is pending again"
     if not (rota.pause(target) if paused else rota.resume(target)):
         source = "active" if paused else "paused"
         state = state_of(rota, target)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from rota.cli.common import (
+    JobId,
     connected,
     database_options,
     emit_json,
@@ -83,7 +84,7 @@ def jobs(
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=int)
+@click.argument("job_id", metavar="ID", type=JobId())
 @database_options
 @json_option
 def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
