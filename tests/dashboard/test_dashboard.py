@@ -215,6 +215,46 @@ def test_schedule_actions(seeded: Seeded) -> None:
     assert post("/schedules/missing/pause") == 404
 
 
+def test_pause_and_resume_a_job_and_a_queue(seeded: Seeded) -> None:
+    client = TestClient(create_app(seeded.rota))
+    rota = seeded.rota
+    waiting = rota.queue("greet", "grace", delay=3600)
+    page = client.get(f"/jobs/{waiting}")
+    assert f'action="/jobs/{waiting}/pause"' in page.text
+    token = csrf(client, f"/jobs/{waiting}")
+
+    def post(path: str, **fields: str) -> int:
+        data = {"csrf_token": token, **fields}
+        response = client.post(path, data=data, follow_redirects=False)
+        assert response.status_code in (303, 404, 409), response.text
+        return response.status_code
+
+    assert post(f"/jobs/{waiting}/pause") == 303
+    assert rota.job(waiting).state is JobState.PAUSED
+    assert f'action="/jobs/{waiting}/resume"' in client.get(f"/jobs/{waiting}").text
+    assert post(f"/jobs/{waiting}/pause") == 409
+    assert post(f"/jobs/{waiting}/resume") == 303
+    assert rota.job(waiting).state is JobState.PENDING
+    assert post("/jobs/999999/pause") == 404
+
+    overview = client.get("/")
+    assert 'action="/queues/pause"' in overview.text and 'value="mail"' in overview.text
+    hostile = "../schedules/tick"
+    assert post("/queues/pause", queue=hostile) == 303
+    assert rota.paused_queues() == [hostile]
+    assert rota.store.schedules.get("tick").state is ScheduleState.ACTIVE  # type: ignore[union-attr]
+    assert post("/queues/pause", queue="mail") == 303
+    assert post("/queues/pause", queue="mail") == 409
+    overview = client.get("/")
+    assert 'action="/queues/resume"' in overview.text and "state-paused" in overview.text
+    assert "is paused: no worker claims its jobs" in client.get(f"/jobs/{seeded.failed}").text
+    assert post("/queues/resume", queue="mail") == 303
+    assert rota.paused_queues() == [hostile]
+    assert post("/queues/resume", queue="mail") == 409
+    bad = client.post("/queues/pause", data={"csrf_token": token, "queue": "a\x00b"})
+    assert bad.status_code == 400
+
+
 def test_actions_need_post_and_csrf(seeded: Seeded) -> None:
     client = TestClient(create_app(seeded.rota))
     retry = f"/jobs/{seeded.failed}/retry"

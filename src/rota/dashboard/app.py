@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 from rota.app import Rota
 from rota.dashboard import views
 from rota.display import span, took, when
-from rota.errors import JobNotFound, RotaError, ScheduleNotFound, StoreError
+from rota.errors import InvalidArguments, JobNotFound, RotaError, ScheduleNotFound, StoreError
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "rota_session"
@@ -274,6 +274,7 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
                     "The form's CSRF token is missing or wrong. Reload the page and try again.",
                 )
             back = fallback(request)
+            request.state.form = fields
             refusal = await run_in_threadpool(work, request)
             if refusal is not None:
                 return dashboard.error(request, 409, "Not applicable", refusal)
@@ -300,6 +301,27 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
             return f"job {job_id} has already finished"
         return None
 
+    def job_switch(pause: bool) -> Callable[[Request], str | None]:
+        def work(request: Request) -> str | None:
+            job_id = job_id_of(request)
+            if not (rota.pause(job_id) if pause else rota.resume(job_id)):
+                state = rota.job(job_id).state.value
+                return f"job {job_id} is {state}: only {'pending' if pause else 'paused'} jobs"
+            return None
+
+        return work
+
+    def queue_switch(pause: bool) -> Callable[[Request], str | None]:
+        """The queue's name comes in the form, never in the path, so no name can be a path."""
+
+        def work(request: Request) -> str | None:
+            name = request.state.form.get("queue", "")
+            if not (rota.pause_queue(name) if pause else rota.resume_queue(name)):
+                return f"queue {name!r} is {'already' if pause else 'not'} paused"
+            return None
+
+        return work
+
     def schedule_action(verb: str) -> Callable[[Request], str | None]:
         def work(request: Request) -> str | None:
             name = str(request.path_params["name"])
@@ -315,6 +337,9 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
 
     def job_page(request: Request) -> str:
         return f"{base_path(request)}/jobs/{request.path_params['job_id']}"
+
+    def overview_page(request: Request) -> str:
+        return f"{base_path(request)}/"
 
     def schedules_page(request: Request) -> str:
         return f"{base_path(request)}/schedules"
@@ -366,6 +391,10 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
         response.headers.update(exc.headers or {})
         return response
 
+    async def bad_request(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RotaError)
+        return dashboard.error(request, 400, "Bad request", f"{exc.code}: {exc}")
+
     async def store_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
         if isinstance(exc.__cause__, sa_exc.DataError):
@@ -388,6 +417,10 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
         Route("/jobs/{job_id}", page("job.html", job_context)),
         Route("/jobs/{job_id}/retry", action(retry, job_page), methods=["POST"]),
         Route("/jobs/{job_id}/cancel", action(cancel, job_page), methods=["POST"]),
+        Route("/jobs/{job_id}/pause", action(job_switch(True), job_page), methods=["POST"]),
+        Route("/jobs/{job_id}/resume", action(job_switch(False), job_page), methods=["POST"]),
+        Route("/queues/pause", action(queue_switch(True), overview_page), methods=["POST"]),
+        Route("/queues/resume", action(queue_switch(False), overview_page), methods=["POST"]),
         Route("/schedules", page("schedules.html", lambda request: views.schedules_page(rota))),
         Route(
             "/schedules/{name:path}/pause",
@@ -414,6 +447,7 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
         HTTPException: http_error,
         JobNotFound: not_found,
         ScheduleNotFound: not_found,
+        InvalidArguments: bad_request,
         StoreError: store_error,
     }
     return Starlette(

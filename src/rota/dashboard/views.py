@@ -234,11 +234,14 @@ def overview(rota: Rota) -> dict[str, Any]:
     jobs, truncated = _scan(rota)
     live = rota.store.workers(now - LIVE_WORKER_WINDOW)
     counts = rota.store.counts()
+    paused = rota.store.paused_queues()
+    empty = dict.fromkeys(counts.by_state, 0)
     return {
         "now": now,
         "states": [state.value for state in JobState],
         "by_state": counts.by_state,
-        "by_queue": counts.by_queue,
+        "by_queue": dict(sorted({**dict.fromkeys(paused, empty), **counts.by_queue}.items())),
+        "paused_queues": paused,
         "truncated": truncated,
         "scan_limit": SCAN_LIMIT,
         "chart": hourly_chart(jobs, now),
@@ -299,8 +302,11 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "kwargs": json.dumps(job.kwargs, indent=2, ensure_ascii=False),
         "took": took,
         "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
-        "can_cancel": job.state in (JobState.PENDING, JobState.RUNNING)
+        "can_cancel": job.state in (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
         and not job.cancel_requested,
+        "can_pause": job.state is JobState.PENDING,
+        "can_resume": job.state is JobState.PAUSED,
+        "queue_paused": job.queue in rota.store.paused_queues(),
         "now": now,
         "waiting": waiting,
     }
