@@ -27,11 +27,11 @@ from rota.cli.common import (
     require_sqlite_file,
     schema_problem,
     scrub,
-    table,
 )
+from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
 from rota.core.model import JobState, WorkerInfo
-from rota.display import span
+from rota.display import NONE, span
 from rota.errors import ConfigError, DatabaseUnavailable, RotaError, StoreError
 from rota.store import migrate as migrations
 from rota.store.dialects import check_server, describe_url
@@ -219,19 +219,31 @@ def show(report: Report) -> None:
         facts.append(("stranded jobs", str(sum(row["pending"] for row in report.stranded))))
     items: list[RenderableType] = [pairs(facts)]
     if report.workers:
-        workers = table("host", "pid", "queues", "tasks", "up", "last heartbeat")
+        workers = Grid(
+            Column("host", NAME),
+            Column("pid"),
+            Column("queues", NAME, drop=2),
+            Column("tasks", drop=3),
+            Column("up", drop=4),
+            Column("last heartbeat", drop=1),
+        )
         for worker in report.workers:
             workers.add_row(
                 worker.host,
                 str(worker.pid),
-                ", ".join(worker.queues),
+                list(worker.queues) or NONE,
                 str(len(worker.tasks)),
                 span(report.checked_at - worker.started_at),
                 f"{span(report.checked_at - worker.heartbeat_at)} ago",
             )
         items += ["", "Live workers:", workers]
     if report.stranded:
-        jobs = table("task", "queue", "pending", "why")
+        jobs = Grid(
+            Column("task", NAME),
+            Column("queue", NAME, drop=1),
+            Column("pending"),
+            Column("why", WORDS, drop=2),
+        )
         for row in report.stranded:
             jobs.add_row(row["task"], row["queue"], str(row["pending"]), row["reason"])
         items += ["", "Pending jobs no live worker can run:", jobs]

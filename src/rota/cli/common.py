@@ -12,7 +12,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 from sqlalchemy import exc as sa_exc
@@ -205,13 +204,6 @@ def render(*items: RenderableType) -> None:
         for item in items:
             out.print(item)
     click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
-
-
-def table(*columns: str) -> Table:
-    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-    for column in columns:
-        grid.add_column(column, overflow="fold")
-    return grid
 
 
 def pairs(rows: list[tuple[str, str]]) -> Table:

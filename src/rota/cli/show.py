@@ -18,8 +18,8 @@ from rota.cli.common import (
     json_option,
     pairs,
     render,
-    table,
 )
+from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core.cron import Cron, zone
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
 from rota.display import NONE, local, took, when
@@ -68,7 +68,16 @@ def jobs(
     if not found:
         click.echo("no jobs")
         return
-    rows = table("id", "task", "queue", "state", "attempt", "run at", "finished at", "last error")
+    rows = Grid(
+        Column("id"),
+        Column("task", NAME),
+        Column("queue", NAME, drop=3),
+        Column("state"),
+        Column("attempt", drop=4),
+        Column("run at", drop=1),
+        Column("finished at", drop=5),
+        Column("last error", NAME, drop=2),
+    )
     for job in found:
         rows.add_row(
             str(job.id),
@@ -150,7 +159,17 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
     if not found:
         click.echo("no schedules")
         return
-    rows = table("name", "task", "cron", "tz", "state", "next runs", "last run", "runs", "failed")
+    rows = Grid(
+        Column("name", NAME),
+        Column("task", NAME, drop=3),
+        Column("cron", WORDS, drop=1),
+        Column("tz", NAME, drop=4),
+        Column("state"),
+        Column("next runs", drop=2),
+        Column("last run", drop=6),
+        Column("runs", drop=7),
+        Column("failed", drop=5),
+    )
     for schedule in found:
         stat = stats.get(schedule.name, ScheduleStats())
         upcoming = next_runs(schedule, now)
@@ -161,7 +180,7 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
             schedule.spec.cron,
             schedule.spec.tz,
             schedule.state.value,
-            ", ".join(local(tick, tz) for tick in upcoming) or NONE,
+            [local(tick, tz) for tick in upcoming] or NONE,
             when(stat.last_run),
             str(stat.runs),
             str(stat.failures),
