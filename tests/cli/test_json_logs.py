@@ -143,3 +143,20 @@ def test_a_worker_that_cannot_start_says_why_in_json(tmp_path: Path) -> None:
         "STORE_ERROR",
     )
     assert "unable to open database file" in record["message"]
+
+
+def test_a_worker_that_crashes_logs_its_traceback_in_one_json_line(tmp_path: Path) -> None:
+    app = tmp_path / "buggy.py"
+    app.write_text(
+        "from rota import Rota\n\n"
+        "class Buggy(Rota):\n"
+        "    def run(self, grace=30.0):\n"
+        "        raise RuntimeError('a bug in the worker')\n\n"
+        f"rota = Buggy('sqlite:///{tmp_path}/jobs.db', log_format='json')\n"
+    )
+    with running("worker", f"{app}:rota", logs=tmp_path / "w") as worker:
+        assert worker.process.wait(timeout=30) == 1
+    (record,) = json_lines(worker)
+    assert (record["level"], record["event"]) == ("error", "worker.failed")
+    assert "RuntimeError('a bug in the worker')" in record["message"]
+    assert record["exception"].endswith("RuntimeError: a bug in the worker")

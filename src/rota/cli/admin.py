@@ -126,14 +126,29 @@ def worker(
         rota.config = replace(rota.config, worker_queues=served)
     try:
         rota.run(grace=grace)
-    except RotaError as error:
+    except Exception as error:
         if log_format != "json":
-            raise click.ClickException(f"{error.code}: {error}") from error
+            if isinstance(error, RotaError):
+                raise click.ClickException(f"{error.code}: {error}") from error
+            raise
+        log_failure(error)
+        sys.exit(1)
+    exit_despite_stuck_handlers()
+
+
+def log_failure(error: Exception) -> None:
+    """Why the worker stopped, as a record: with JSON logs, even a crash is one JSON line."""
+    if isinstance(error, RotaError):
         logging.getLogger("rota").error(
             "%s: %s", error.code, error, extra={"event": "worker.failed", "code": error.code}
         )
-        sys.exit(1)
-    exit_despite_stuck_handlers()
+    else:
+        logging.getLogger("rota").error(
+            "the worker stopped on an unexpected error: %r",
+            error,
+            exc_info=error,
+            extra={"event": "worker.failed"},
+        )
 
 
 @click.command()
