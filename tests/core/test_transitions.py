@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 from rota.core.backoff import RetryPolicy
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import (
-    EDGES,
     LEASE_EXPIRED,
     Outcome,
     OutcomeKind,
@@ -123,24 +123,76 @@ def test_manual_retry_resets_the_budget_and_keeps_history() -> None:
     )
 
 
-def test_a_transition_off_the_graph_is_refused() -> None:
-    with pytest.raises(ValueError, match="no edge"):
-        Transition(1, JobState.SUCCEEDED, JobState.PENDING, 1, NOW)
+# DESIGN.md's job states, written out here: a change to ``EDGES`` must change this too.
+GRAPH = {
+    (JobState.PENDING, JobState.RUNNING),
+    (JobState.PENDING, JobState.CANCELLED),
+    (JobState.PENDING, JobState.PAUSED),
+    (JobState.PAUSED, JobState.PENDING),
+    (JobState.PAUSED, JobState.CANCELLED),
+    (JobState.RUNNING, JobState.SUCCEEDED),
+    (JobState.RUNNING, JobState.FAILED),
+    (JobState.RUNNING, JobState.CANCELLED),
+    (JobState.RUNNING, JobState.PENDING),
+    (JobState.FAILED, JobState.PENDING),
+    (JobState.CANCELLED, JobState.PENDING),
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    list(itertools.product(JobState, JobState)),
+    ids=lambda state: state.value,
+)
+def test_a_transition_exists_only_along_an_edge_of_the_graph(
+    source: JobState, target: JobState
+) -> None:
+    if (source, target) in GRAPH:
+        assert Transition(1, source, target, 1, NOW).target is target
+    else:
+        with pytest.raises(ValueError, match=f"no edge {source} -> {target}"):
+            Transition(1, source, target, 1, NOW)
+
+
+def test_manual_retry_of_a_succeeded_job_is_refused() -> None:
+    with pytest.raises(ValueError, match="no edge succeeded -> pending"):
+        manual_retry(running(state=JobState.SUCCEEDED), NOW)
+
+
+def expected(kind: OutcomeKind, attempt: int, max_attempts: int | None) -> tuple[object, ...]:
+    """(target, attempt, run_at) after an attempt, from DESIGN.md's rules and ``POLICY``."""
+    if kind is OutcomeKind.SUCCEEDED:
+        return (JobState.SUCCEEDED, attempt, None)
+    if kind is OutcomeKind.CANCELLED:
+        return (JobState.CANCELLED, attempt, None)
+    if kind is OutcomeKind.RELEASED:
+        return (JobState.PENDING, attempt - 1, NOW)
+    budget = max_attempts if max_attempts is not None else POLICY.retries + 1
+    if attempt < budget:
+        back_off = min(POLICY.cap, POLICY.delay * 2 ** (attempt - 1))
+        return (JobState.PENDING, attempt, NOW + timedelta(seconds=back_off))
+    return (JobState.FAILED, attempt, None)
 
 
 @given(
     kind=st.sampled_from(list(OutcomeKind)),
     attempt=st.integers(1, 10),
     max_attempts=st.one_of(st.none(), st.integers(1, 10)),
-    seed=st.integers(),
 )
-def test_every_decision_follows_an_edge_and_final_states_stamp_the_time(
-    kind: OutcomeKind, attempt: int, max_attempts: int | None, seed: int
+def test_every_outcome_takes_its_edge_and_final_states_stamp_the_time(
+    kind: OutcomeKind, attempt: int, max_attempts: int | None
 ) -> None:
     job = running(attempt=attempt, max_attempts=max_attempts)
-    error = AttemptError(attempt, NOW, "X", "X", "x") if kind is OutcomeKind.FAILED else None
-    transition = after_attempt(job, Outcome(kind, error), NOW, POLICY, random.Random(seed))
-    assert (transition.source, transition.target) in EDGES
-    if transition.target is JobState.PENDING:
-        assert transition.run_at is not None and transition.run_at >= NOW
-    assert transition.attempt in (attempt, attempt - 1)
+    failing = kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT)
+    error = AttemptError(attempt, NOW, "X", "X", "x") if failing else None
+    transition = after_attempt(job, Outcome(kind, error), NOW, POLICY, random.Random(0))
+    target, next_attempt, run_at = expected(kind, attempt, max_attempts)
+    assert (transition.job_id, transition.source, transition.at) == (7, JobState.RUNNING, NOW)
+    assert (transition.target, transition.attempt, transition.run_at) == (
+        target,
+        next_attempt,
+        run_at,
+    )
+    final = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+    assert transition.finishes is (target in final)
+    assert transition.errors == ((error,) if failing else None)
