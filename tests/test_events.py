@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -17,11 +18,14 @@ from rota.observe.events import Event
 from rota.testing import FakeClock
 from tests.helpers import eventually
 
-JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
-
 
 def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "event", None) == name]
+
+
+def field(record: logging.LogRecord, key: str) -> Any:
+    """A field the event log set on ``record``; a missing one fails the test."""
+    return record.__dict__[key]
 
 
 def test_every_lifecycle_event_is_one_structured_record(
@@ -56,31 +60,52 @@ def test_every_lifecycle_event_is_one_structured_record(
     rota.drain()
 
     started = records(caplog, "job.started")
-    assert {r.task for r in started} >= {"flaky", "slow", "minutely", "fine"}  # type: ignore[attr-defined]
-    (succeeded,) = [r for r in records(caplog, "job.succeeded") if r.task == "fine"]  # type: ignore[attr-defined]
-    assert succeeded.duration_ms >= 0  # type: ignore[attr-defined]
+    assert sorted((field(r, "task"), field(r, "attempt")) for r in started) == [
+        ("fine", 2),  # the lost job, its lost attempt counted
+        ("flaky", 1),
+        ("flaky", 2),
+        *[("minutely", 1)] * 3,
+        ("slow", 1),
+    ]
+    (succeeded,) = [r for r in records(caplog, "job.succeeded") if field(r, "task") == "fine"]
     (retrying,) = records(caplog, "job.retrying")
-    assert 3.75 <= retrying.delay <= 5  # type: ignore[attr-defined]
-    (failed,) = [r for r in records(caplog, "job.failed") if r.task == "flaky"]  # type: ignore[attr-defined]
-    assert (failed.error_code, failed.error_type, failed.error) == (  # type: ignore[attr-defined]
+    assert field(retrying, "attempt") == 1
+    assert 3.75 <= field(retrying, "delay") <= 5
+    (failed,) = [r for r in records(caplog, "job.failed") if field(r, "task") == "flaky"]
+    assert [field(failed, key) for key in ("attempt", "error_code", "error_type", "error")] == [
+        2,
         "EXECUTION_FAILED",
         "builtins.ValueError",
         "attempt 2",
-    )
+    ]
     (cancelled_record,) = records(caplog, "job.cancelled")
-    assert cancelled_record.job_id == cancelled  # type: ignore[attr-defined]
+    assert field(cancelled_record, "job_id") == cancelled
     (timed_out,) = records(caplog, "job.timed_out")
-    assert timed_out.task == "slow"  # type: ignore[attr-defined]
+    assert field(timed_out, "task") == "slow"
+    assert field(timed_out, "duration_ms") >= 40, "it ran until its 0.05 s timeout"
     (recovered,) = records(caplog, "job.recovered")
-    assert (recovered.job_id, recovered.lease_owner) == (lost, "dead-worker")  # type: ignore[attr-defined]
+    assert [field(recovered, key) for key in ("job_id", "attempt", "lease_owner")] == [
+        lost,
+        1,
+        "dead-worker",
+    ]
     (missed,) = records(caplog, "schedule.missed")
-    assert (missed.schedule, missed.count) == ("minutely", 1)  # type: ignore[attr-defined]
+    assert (field(missed, "schedule"), field(missed, "count")) == ("minutely", 1)
     scheduled = records(caplog, "job.scheduled")
-    assert [r.schedule for r in scheduled] == ["minutely"] * 3  # type: ignore[attr-defined]
+    assert [field(r, "schedule") for r in scheduled] == ["minutely"] * 3
     for record in [*started, succeeded, retrying, failed, timed_out, recovered]:
         assert record.name == "rota.events"
-        for key in JOB_FIELDS:
-            assert hasattr(record, key), (record.event, key)  # type: ignore[attr-defined]
+        job = rota.job(field(record, "job_id"))
+        assert [field(record, key) for key in ("task", "queue", "schedule")] == [
+            job.task,
+            "default",
+            "minutely" if job.task == "minutely" else None,
+        ], record.getMessage()
+        duration = field(record, "duration_ms")
+        if record in started or record is recovered:
+            assert duration is None, record.getMessage()
+        else:
+            assert isinstance(duration, float) and duration >= 0, record.getMessage()
     assert retrying.levelno == logging.WARNING and failed.levelno == logging.ERROR
 
 
@@ -141,13 +166,22 @@ def test_hooks_sync_and_async_and_a_raising_hook_breaks_nothing(
         rota.on("job.fialed", alert)
 
 
+class Collect(logging.Handler):
+    """Keeps the records it is given, unformatted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def test_json_lines_formatter_for_the_command_line() -> None:
     from rota.observe.logs import JsonLines
 
-    records: list[logging.LogRecord] = []
     logger = logging.getLogger("rota.test.jsonlines")
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler = Collect()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
@@ -157,7 +191,7 @@ def test_json_lines_formatter_for_the_command_line() -> None:
         logger.warning("plain %s", "message")
     finally:
         logger.removeHandler(handler)
-    event, plain = (json.loads(JsonLines().format(record)) for record in records)
+    event, plain = (json.loads(JsonLines().format(record)) for record in handler.records)
     assert (event["event"], event["job_id"], event["task"], event["level"]) == (
         "job.succeeded",
         7,
