@@ -20,7 +20,6 @@ import rota as package
 from rota import Enqueue, InvalidArguments, JobContext, JobNotFound, JobState, Rota, RotaError
 from rota.core.clock import SystemClock
 from rota.testing import FakeClock
-from tests.conftest import START
 from tests.helpers import eventually
 
 MIDNIGHT = datetime(2026, 3, 2, tzinfo=timezone.utc)
@@ -451,4 +450,3 @@ def test_every_error_class_and_the_event_type_are_importable_from_rota() -> None
     from rota.observe.events import Event
 
     assert package.Event is Event and package.Counts.__name__ == "Counts"
-    assert START.tzinfo is not None
