@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from rota import Rota
 from rota.store.dialects import normalise_url
 from rota.testing import FakeClock
+from tests.helpers import sql_store
 
 SERVERS = {
     "mariadb": ("ROTA_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
@@ -121,7 +122,7 @@ def make_rota(db: Database, clock: FakeClock) -> Iterator[Callable[..., Rota]]:
 
     yield make
     for rota in made:
-        rota.store.engine.dispose()
+        sql_store(rota).engine.dispose()
 
 
 @pytest.fixture

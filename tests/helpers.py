@@ -1,4 +1,5 @@
-"""Waiting on observable state instead of sleeping for a guessed time; replicas in lockstep."""
+"""Waiting on observable state instead of sleeping for a guessed time; replicas in lockstep;
+the SQL store below the protocol."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ from datetime import timedelta
 
 from rota import Rota
 from rota.runtime.scheduler import fire_due
+from rota.store.sql import SqlStore
 from rota.testing import FakeClock
+
+
+def sql_store(rota: Rota) -> SqlStore:
+    """The SQL store behind ``rota``, for a test that reaches below the ``Store`` protocol.
+
+    Tests take only its ``engine``, ``schema``, ``dialect`` and SQL-building methods through
+    here, so that this is the one place to change when those move (onto a database object of
+    the SQL store).
+    """
+    store = rota.store
+    assert isinstance(store, SqlStore), f"{type(store).__name__} is not the SQL store"
+    return store
 
 
 async def eventually(

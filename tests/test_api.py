@@ -13,6 +13,7 @@ import rota as rota_package
 from rota import JobContext, Rota, TaskDefinition
 from rota.errors import ConfigError, InvalidArguments, JobNotFound, TaskNotRegistered
 from rota.testing import FakeClock
+from tests.helpers import sql_store
 
 
 def test_public_names_are_exported_and_typed() -> None:
@@ -228,8 +229,8 @@ def test_unicode_arguments_survive_utf8mb4(rota: Rota) -> None:
 
     job_id = rota.queue(say, "héllo 🚀 世界")
     assert rota.job(job_id).args == ("héllo 🚀 世界",)
-    with rota.store.engine.connect() as connection:
-        count = connection.execute(text(f"SELECT COUNT(*) FROM {rota.store.schema.jobs.name}"))
+    with sql_store(rota).engine.connect() as connection:
+        count = connection.execute(text(f"SELECT COUNT(*) FROM {sql_store(rota).schema.jobs.name}"))
         assert count.scalar() == 1
 
 

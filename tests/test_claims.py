@@ -12,7 +12,7 @@ from rota import JobContext, Rota
 from rota.core.model import NewJob
 from rota.testing import FakeClock
 from tests.conftest import START, Database
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 JOBS = 5_000
 HISTORY_ROW = NewJob(task="noop", payload='{"v":1,"args":[],"kwargs":{}}', run_at=START)
@@ -41,7 +41,7 @@ def test_four_workers_run_every_job_exactly_once(
         clock.now(),
     )
     assert len(set(ids)) == JOBS
-    jobs = producer.store.schema.jobs
+    jobs = sql_store(producer).schema.jobs
 
     def finished() -> int:
         with engine.connect() as connection:
@@ -82,7 +82,7 @@ def test_claim_query_uses_the_claim_index_with_a_large_history(
     def noop(ctx: JobContext) -> None: ...
 
     rota.jobs()
-    store = rota.store
+    store = sql_store(rota)
     store.enqueue([HISTORY_ROW], clock.now())
     jobs = store.schema.jobs
     copied = [column for column in jobs.c if column.name != "id"]

@@ -23,6 +23,7 @@ import pytest
 
 from rota import Enqueue, Job, JobState, Rota
 from tests.conftest import Database
+from tests.helpers import sql_store
 from tests.workers import EPOCH, GRACE, LEASE, POLL, ROTA_COMMAND, START_TIMEOUT, Workers
 
 pytestmark = pytest.mark.slow
@@ -39,7 +40,7 @@ def control(db: Database) -> Iterator[Rota]:
     rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
     rota.jobs()  # migrate here, before any worker process starts
     yield rota
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 @pytest.fixture

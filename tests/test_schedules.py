@@ -15,17 +15,17 @@ from rota import JobContext, Rota, TaskDefinition
 from rota.errors import ConfigError, InvalidCron, InvalidTimezone, ScheduleNotFound
 from rota.testing import FakeClock
 from tests.conftest import START
-from tests.helpers import fire_in_lockstep
+from tests.helpers import fire_in_lockstep, sql_store
 
 MINUTE = timedelta(minutes=1)
 
 
 def scheduled_jobs(rota: Rota, name: str | None = None) -> list[tuple[str, datetime]]:
-    jobs = rota.store.schema.jobs
+    jobs = sql_store(rota).schema.jobs
     query = select(jobs.c.schedule, jobs.c.scheduled_at).where(jobs.c.schedule.is_not(None))
     if name is not None:
         query = query.where(jobs.c.schedule == name)
-    with rota.store.engine.connect() as connection:
+    with sql_store(rota).engine.connect() as connection:
         return sorted(
             (row[0], row[1]) for row in connection.execute(query.order_by(jobs.c.scheduled_at))
         )
@@ -260,6 +260,6 @@ def test_a_runtime_schedule_cannot_take_a_code_schedules_name(rota: Rota) -> Non
     rota.drain()
     with pytest.raises(ConfigError, match="defined in code"):
         rota.schedule("@hourly", "report")
-    with rota.store.engine.connect() as connection:
-        table = rota.store.schema.schedules
+    with sql_store(rota).engine.connect() as connection:
+        table = sql_store(rota).schema.schedules
         assert connection.execute(select(func.count()).select_from(table)).scalar() == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rota import JobState, Rota
 from tests.conftest import Database
-from tests.helpers import wait_until
+from tests.helpers import sql_store, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ def test_supervised_workers_are_replaced_and_stop_together(
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
-        control.store.engine.dispose()
+        sql_store(control).engine.dispose()
 
 
 def _exited(pid: int) -> bool:
@@ -130,4 +130,4 @@ def test_a_killed_supervisor_takes_its_workers_with_it(server_db: Database, tmp_
                 os.kill(pid, signal.SIGKILL)
         if supervisor.poll() is None:
             supervisor.kill()
-        control.store.engine.dispose()
+        sql_store(control).engine.dispose()

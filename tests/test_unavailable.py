@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from rota import JobContext, Rota
 from rota.errors import DatabaseUnavailable, StoreError
 from tests.conftest import server_url
+from tests.helpers import sql_store
 
 PASSWORD = "Sup3r-s3cret-pw"
 
@@ -48,7 +49,7 @@ def test_unreachable_database_is_retried_then_reported_without_the_password(
     assert PASSWORD not in everything
     with pytest.raises(DatabaseUnavailable):
         rota.queue(noop)
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 def test_a_permanent_error_at_start_is_raised_at_once_not_waited_out(
@@ -67,7 +68,7 @@ def test_a_permanent_error_at_start_is_raised_at_once_not_waited_out(
     assert time.monotonic() - began < 5
     assert info.value.code == "STORE_ERROR" and "run `rota migrate`" in str(info.value)
     assert not [r for r in caplog.records if getattr(r, "event", None) == "db.unavailable"]
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 def test_an_unknown_mariadb_database_is_not_waited_for() -> None:
@@ -78,4 +79,4 @@ def test_an_unknown_mariadb_database_is_not_waited_for() -> None:
         asyncio.run(rota.start())
     assert time.monotonic() - began < 5
     assert not isinstance(info.value, DatabaseUnavailable)
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()

@@ -12,6 +12,7 @@ from sqlalchemy import insert
 
 from rota import JobContext, Rota
 from tests.apps.records import runs_table
+from tests.helpers import sql_store
 
 PREFIX = os.environ["ROTA_TEST_PREFIX"]
 app = Rota(os.environ["ROTA_TEST_URL"], table_prefix=PREFIX, poll_interval=0.5, concurrency=2)
@@ -22,5 +23,5 @@ runs = runs_table(PREFIX)
 def minutely(ctx: JobContext) -> None:
     started = datetime.now(timezone.utc).isoformat()
     tick = ctx.scheduled_at.isoformat() if ctx.scheduled_at else "none"
-    with app.store.engine.begin() as connection:
+    with sql_store(app).engine.begin() as connection:
         connection.execute(insert(runs).values(tick=tick, pid=os.getpid(), started=started))

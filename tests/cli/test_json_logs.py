@@ -13,7 +13,7 @@ import pytest
 
 from rota import Rota
 from tests.cli.processes import Running, running
-from tests.helpers import wait_until
+from tests.helpers import sql_store, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def control(tmp_path: Path) -> Iterator[Rota]:
     rota = Rota(f"sqlite:///{tmp_path}/jobs.db", table_prefix="json_")
     rota.jobs()  # migrate before the worker starts
     yield rota
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 def env(control: Rota) -> dict[str, str]:

@@ -23,6 +23,7 @@ from rota.core.model import WorkerInfo
 from rota.display import when
 from rota.testing import FakeClock
 from tests.conftest import START
+from tests.helpers import sql_store
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +107,7 @@ def url(tmp_path: Path) -> str:
             task_queues={"short": "default"},
         )
     )
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
     return url
 
 

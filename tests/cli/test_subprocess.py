@@ -12,6 +12,7 @@ from rota import JobContext, Rota
 from rota.testing import FakeClock
 from tests.cli.test_inspect import PASSWORD, closed_port
 from tests.conftest import START
+from tests.helpers import sql_store
 
 
 def rota_command(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -35,7 +36,7 @@ def test_python_dash_m_rota(tmp_path: Path) -> None:
 
     job_id = rota.queue(hello, "world")
     assert rota.drain().succeeded == 1
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
     listing = rota_command("jobs", "--url", url, "--json")
     assert listing.returncode == 0, listing.stderr

@@ -25,6 +25,7 @@ from rota import JobContext, Rota
 from rota.core.model import JobState, WorkerInfo
 from rota.dashboard import create_app
 from rota.testing import FakeClock
+from tests.helpers import sql_store
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -156,7 +157,7 @@ def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:
             expect(state).to_have_text("succeeded", timeout=10_000)
             assert page.get_by_role("button", name="Retry").count() == 0
     finally:
-        rota.store.engine.dispose()
+        sql_store(rota).engine.dispose()
     assert len(attempts) == 2
 
 
@@ -240,4 +241,4 @@ def test_screenshots(tmp_path: Path) -> None:
             page.goto(f"{base}/schedules")
             page.screenshot(path=str(out / "schedules.png"))
     finally:
-        rota.store.engine.dispose()
+        sql_store(rota).engine.dispose()

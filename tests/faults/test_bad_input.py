@@ -57,6 +57,7 @@ from rota.errors import (
 )
 from rota.testing import FakeClock
 from tests.conftest import START, Database
+from tests.helpers import sql_store
 
 with warnings.catch_warnings():
     # Starlette 1.x prefers httpx2 for its test client; httpx works the same for these tests.
@@ -193,7 +194,7 @@ def test_task_definitions_with_bad_cron_or_zone_are_refused_and_not_registered(
             assert rota.registry.get(name).cron == expression
 
     define()
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 def test_schedules_with_any_cron_or_zone_are_stored_exactly_or_refused_unwritten(
@@ -400,8 +401,8 @@ def test_an_unreadable_payload_fails_its_job_and_blocks_no_other(db: Database, r
         ran.append(n)
 
     first, unreadable, last = (rota.queue(work, n) for n in (1, 2, 3))
-    jobs = rota.store.schema.jobs
-    with rota.store.engine.begin() as connection:
+    jobs = sql_store(rota).schema.jobs
+    with sql_store(rota).engine.begin() as connection:
         connection.execute(
             jobs.update()
             .where(jobs.c.id == unreadable)

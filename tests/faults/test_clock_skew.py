@@ -20,7 +20,7 @@ from rota.core.clock import SystemClock, offset
 from rota.runtime.connect import check_clock
 from rota.testing import FakeClock
 from tests.conftest import START, Database
-from tests.helpers import fire_in_lockstep
+from tests.helpers import fire_in_lockstep, sql_store
 
 SKEW = timedelta(seconds=30)
 STEP = timedelta(seconds=10)
@@ -76,7 +76,7 @@ def test_server_time_is_read_from_the_database(db: Database) -> None:
         server = rota.store.server_time()
         after = datetime.now(timezone.utc)
     finally:
-        rota.store.engine.dispose()
+        sql_store(rota).engine.dispose()
     if db.backend == "sqlite":
         assert server is None
         return
@@ -95,7 +95,7 @@ def test_a_worker_warns_when_its_clock_is_off_by_seconds(
             in_step = check_clock(rota.store, SystemClock(), lease_seconds=30)
             fake = check_clock(rota.store, FakeClock(START), lease_seconds=30)
     finally:
-        rota.store.engine.dispose()
+        sql_store(rota).engine.dispose()
     assert skew is not None and abs(skew - SKEW) < timedelta(seconds=1)
     assert in_step is not None and abs(in_step) < timedelta(seconds=1)
     assert fake is None

@@ -21,7 +21,7 @@ from rota.core.transitions import Transition, lease_until
 from rota.store.sql import CONFLICT_ATTEMPTS
 from rota.testing import FakeClock
 from tests.conftest import START, Database
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 DEADLOCK = 1213
 LOCK_WAIT = 1205
@@ -119,7 +119,7 @@ def app(mariadb: Database, clock: FakeClock) -> Iterator[Rota]:
 
     rota._ensure_ready()
     yield rota
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
 
 @pytest.fixture

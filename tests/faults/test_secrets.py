@@ -47,7 +47,7 @@ from rota.dashboard import create_app
 from rota.observe.logs import JsonLines
 from rota.store.dialects import normalise_url
 from tests.conftest import drop_prefixed_tables, server_url
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 with warnings.catch_warnings():
     # Starlette 1.x prefers httpx2 for its test client; httpx works the same for these tests.
@@ -247,12 +247,12 @@ def test_a_worker_logs_nothing_of_the_password(account: Account, logs: Everythin
     states = [rota.job(job_id).state for job_id in ids]
     assert states == [JobState.SUCCEEDED] * 3 + [JobState.FAILED]
     failed = rota.job(ids[-1])
-    texts = [repr(rota), repr(rota.config), str(rota.config), repr(rota.store.engine)]
+    texts = [repr(rota), repr(rota.config), str(rota.config), repr(sql_store(rota).engine)]
     texts += [f"{e.code} {e.type} {e.message} {e.traceback}" for e in failed.errors]
     assert "***" in repr(rota.config) and account.user in repr(rota.config)
     assert any("job.failed" in item for item in logs.texts), "rota's execution log was seen"
     assert any("sqlalchemy" in item for item in logs.texts), "SQLAlchemy's debug log was seen"
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
     assert_hidden(account, texts, logs)
 
 
@@ -276,13 +276,13 @@ def test_errors_do_not_show_the_password(account: Account, logs: Everything) -> 
             try:
                 rota.job(1)
             finally:
-                rota.store.engine.dispose()
+                sql_store(rota).engine.dispose()
 
         errors[label] = failure_of(use)
     errors["bad table prefix"] = failure_of(lambda: Rota(account.url(), table_prefix="bad-one!"))
     missing = Rota(account.url(), table_prefix=f"m{account.prefix}", auto_migrate=False)
     errors["missing schema"] = failure_of(lambda: missing.job(1))
-    missing.store.engine.dispose()
+    sql_store(missing).engine.dispose()
 
     codes = {label: getattr(error, "code", None) for label, error in errors.items()}
     assert codes["unreachable port"] == "DATABASE_UNAVAILABLE"
@@ -307,7 +307,7 @@ def test_rota_check_and_the_cli_do_not_show_the_password(
 
     failed = seeded.queue(boom)
     seeded.drain()
-    seeded.store.engine.dispose()
+    sql_store(seeded).engine.dispose()
 
     targets = {
         "good": url,
@@ -408,7 +408,7 @@ def test_dashboard_pages_do_not_show_the_password(account: Account, logs: Everyt
         assert response.status_code == status, path
         texts.append(response.text)
     assert "the handler failed" in texts[pages.index(f"/jobs/{failed}")]
-    rota.store.engine.dispose()
+    sql_store(rota).engine.dispose()
 
     broken = {"unreachable": account.url(port=closed_port())}
     if account.backend == "mariadb":
@@ -420,5 +420,5 @@ def test_dashboard_pages_do_not_show_the_password(account: Account, logs: Everyt
             response = down_client.get(path)
             assert response.status_code == 503, path
             texts.append(response.text)
-        down.store.engine.dispose()
+        sql_store(down).engine.dispose()
     assert_hidden(account, texts, logs)

@@ -33,6 +33,7 @@ from tests.faults.servers import (
     mariadb_user,
     postgres_stopped,
 )
+from tests.helpers import sql_store
 from tests.workers import Workers
 
 pytestmark = pytest.mark.slow
@@ -79,7 +80,7 @@ def deployment(db: Database, tmp_path: Path) -> Iterator[tuple[Rota, Workers]]:
         yield control, workers
     finally:
         workers.stop_all()
-        control.store.engine.dispose()
+        sql_store(control).engine.dispose()
 
 
 def queue(control: Rota, count: int) -> list[int]:
