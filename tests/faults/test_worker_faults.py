@@ -55,7 +55,8 @@ def runs(marks: Path) -> Counter[int]:
 
 def settled(control: Rota, total: int) -> Callable[[], bool]:
     def check() -> bool:
-        return control.store.counts().get((JobState.SUCCEEDED.value, "default"), 0) == total
+        by_state = control.counts().by_queue.get("default", {})
+        return by_state.get(JobState.SUCCEEDED.value, 0) == total
 
     return check
 
