@@ -58,7 +58,7 @@ def test_four_workers_run_every_job_exactly_once(
 
     asyncio.run(scenario())
     with engine.connect() as connection:
-        states = dict(
+        states: dict[str, int] = dict(
             connection.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state)).all()
         )
         ran = connection.execute(select(func.count()).select_from(executions)).scalar_one()

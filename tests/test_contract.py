@@ -255,7 +255,7 @@ def test_arguments_are_bound_to_the_handler_at_enqueue(rota: Rota) -> None:
     @rota.task
     def no_parameters() -> None: ...
 
-    refusals = [
+    refusals: list[tuple[Callable[[], object], str]] = [
         (lambda: rota.queue(send_email), "missing a required argument: 'to'"),
         (lambda: rota.queue(send_email, "a", "b", "c"), "too many positional arguments"),
         (lambda: rota.queue(send_email, "a", subjet="x"), "unexpected keyword argument 'subjet'"),

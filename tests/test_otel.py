@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+)
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -16,6 +20,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 from rota import JobContext, Rota
 from rota.observe import otel
 from rota.testing import FakeClock
+
+
+def attributes(span: ReadableSpan) -> Mapping[str, object]:
+    assert span.attributes is not None, span.name
+    return span.attributes
 
 
 def test_spans_and_metrics(make_rota: Callable[..., Rota], clock: FakeClock) -> None:
@@ -42,29 +51,41 @@ def test_spans_and_metrics(make_rota: Callable[..., Rota], clock: FakeClock) -> 
     (enqueue,) = [s for s in spans if s.name == "rota enqueue"]
     runs = [s for s in spans if s.name == "rota run charge"]
     assert enqueue.kind is SpanKind.PRODUCER
-    assert [s.attributes["rota.attempt"] for s in runs] == [1, 2]
+    assert [attributes(s)["rota.attempt"] for s in runs] == [1, 2]
     for span in runs:
         assert span.kind is SpanKind.CONSUMER
-        assert span.attributes["rota.job_id"] == job_id
-        assert span.attributes["rota.task"] == "charge"
+        assert attributes(span)["rota.job_id"] == job_id
+        assert attributes(span)["rota.task"] == "charge"
         assert [link.context.span_id for link in span.links] == [enqueue.context.span_id]
     failed, succeeded = runs
     assert failed.status.status_code is StatusCode.ERROR
-    assert failed.attributes["rota.outcome"] == "failed"
+    assert attributes(failed)["rota.outcome"] == "failed"
     assert [event.name for event in failed.events] == ["exception"]
-    assert succeeded.attributes["rota.outcome"] == "succeeded"
+    assert attributes(succeeded)["rota.outcome"] == "succeeded"
 
     data = reader.get_metrics_data()
+    assert data is not None
     points = {
         metric.name: metric.data.data_points
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
     }
-    total = {name: sum(p.value for p in points[name]) for name in points if "jobs" in name}
+
+    def counter(name: str) -> list[NumberDataPoint]:
+        found = [p for p in points[name] if isinstance(p, NumberDataPoint)]
+        assert len(found) == len(points[name]), f"{name} is a counter"
+        return found
+
+    def histogram(name: str) -> list[HistogramDataPoint]:
+        found = [p for p in points[name] if isinstance(p, HistogramDataPoint)]
+        assert len(found) == len(points[name]), f"{name} is a histogram"
+        return found
+
+    total = {name: sum(p.value for p in counter(name)) for name in points if "jobs" in name}
     assert total == {"rota.jobs.started": 2, "rota.jobs.retried": 1, "rota.jobs.succeeded": 1}
-    assert sum(p.count for p in points["rota.job.duration"]) == 2
-    (wait,) = points["rota.job.queue_wait"]
+    assert sum(p.count for p in histogram("rota.job.duration")) == 2
+    (wait,) = histogram("rota.job.queue_wait")
     assert wait.count == 2
     assert 5.0 <= wait.sum <= 5.25, "1 s for the first attempt, 4 to 4.25 s for the retry"
 

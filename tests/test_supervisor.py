@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 from rota import JobState, Rota
@@ -60,11 +61,15 @@ def test_supervised_workers_are_replaced_and_stop_together(
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(timeout=30) == 0
         for pid in replaced:
-            wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), timeout=10)
+            wait_until(partial(_gone, pid), timeout=10)
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
         sql_store(control).engine.dispose()
+
+
+def _gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
 
 
 def _exited(pid: int) -> bool:
@@ -115,7 +120,7 @@ def test_a_killed_supervisor_takes_its_workers_with_it(server_db: Database, tmp_
         supervisor.send_signal(signal.SIGKILL)
         assert supervisor.wait(timeout=5) == -signal.SIGKILL
         for pid in children:
-            wait_until(lambda pid=pid: _exited(pid), timeout=grace + 5)
+            wait_until(partial(_exited, pid), timeout=grace + 5)
         gone_after = time.monotonic() - killed
         print(f"[{server_db.backend}] supervisor SIGKILL -> children gone in {gone_after:.3f} s")
 

@@ -58,8 +58,8 @@ def test_unknown_time_zones_are_refused(name: str) -> None:
         Cron("* * * * *", name)
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 DST_CASES = [

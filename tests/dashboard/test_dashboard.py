@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -200,7 +201,9 @@ def test_schedule_actions(seeded: Seeded) -> None:
     rota = seeded.rota
 
     def post(path: str) -> int:
-        response = client.post(path, data={"csrf_token": token}, follow_redirects=False)
+        response: httpx.Response = client.post(
+            path, data={"csrf_token": token}, follow_redirects=False
+        )
         assert response.status_code in (303, 404, 409), response.text
         return response.status_code
 
@@ -225,7 +228,7 @@ def test_pause_and_resume_a_job_and_a_queue(seeded: Seeded) -> None:
 
     def post(path: str, **fields: str) -> int:
         data = {"csrf_token": token, **fields}
-        response = client.post(path, data=data, follow_redirects=False)
+        response: httpx.Response = client.post(path, data=data, follow_redirects=False)
         assert response.status_code in (303, 404, 409), response.text
         return response.status_code
 

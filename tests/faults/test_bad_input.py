@@ -308,7 +308,8 @@ def test_a_raised_limit_lets_a_big_payload_through_intact(make_rota: Callable[..
         received.append((blob, extra))
 
     blob = "ü€😀 'quote' \"double\" \\ \x00 " + "abcdefghij" * 330_000
-    extra = {"rows": [{"id": n, "name": f"row {n}"} for n in range(1000)], "deep": nested(50)}
+    extra: dict[str, Any] = {"rows": [{"id": n, "name": f"row {n}"} for n in range(1000)]}
+    extra["deep"] = nested(50)
     assert 3 * 1024 * 1024 < size_of([blob], extra) < 4 * 1024 * 1024
     job_id = rota.queue(take, blob, **extra)
     stored = rota.job(job_id)
@@ -411,8 +412,8 @@ def test_an_unreadable_payload_fails_its_job_and_blocks_no_other(db: Database, r
 
     listed = {job.id: job for job in rota.store.jobs()}
     assert set(listed) == {first, unreadable, last}
-    assert listed[unreadable].payload_error is not None
-    assert "unsupported job payload" in listed[unreadable].payload_error
+    error = listed[unreadable].payload_error
+    assert error is not None and "unsupported job payload" in error
     result = rota.drain()
 
     assert sorted(ran) == [1, 3]
@@ -834,9 +835,9 @@ def test_malformed_dashboard_requests_get_4xx_pages_and_the_app_keeps_serving(
     raw = ["/static/../app.py", "/static/../../../../../../../etc/passwd", "/static/..\\app.py"]
     raw += ["/static/dashboard.css/../../app.py", "/static/../templates/base.html", "/static/\x00"]
     for path in raw:
-        status, body = raw_get(app, path)
-        assert_clean(status, body, (400, 404), repr(path))
-        assert "{% block" not in body
+        status, page = raw_get(app, path)
+        assert_clean(status, page, (400, 404), repr(path))
+        assert "{% block" not in page
     assert raw_get(app, "/static/./dashboard.css")[0] == 200
 
     assert client.get("/").status_code == 200, "still serving"

@@ -55,8 +55,8 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGGERS = ("", "rota", "sqlalchemy", "sqlalchemy.engine", "sqlalchemy.pool", "alembic")
-LOGGERS += ("psycopg", "pymysql", "asyncio")
+LOGGERS: tuple[str, ...] = ("", "rota", "sqlalchemy", "sqlalchemy.engine", "sqlalchemy.pool")
+LOGGERS += ("alembic", "psycopg", "pymysql", "asyncio")
 
 
 @dataclass
@@ -332,7 +332,8 @@ def test_rota_check_and_the_cli_do_not_show_the_password(
                     assert result.exception is None or isinstance(result.exception, SystemExit), (
                         f"rota {args[0]} crashed on the {label} URL: {result.exception!r}"
                     )
-                codes[(label, prefix, *args)] = given.exit_code
+                key = (label, prefix, *args)
+                codes[key] = given.exit_code
         # migrate and prune may still crash on a malformed URL: their traceback must not tell.
         commands = [["schedules"], ["migrate", "--sql"], ["migrate"]]
         for args in [*commands, *([["prune"]] if label == "good" else [])]:
