@@ -56,9 +56,8 @@ def main() -> int:
         "warning",
     ]
     workers = [subprocess.Popen(command, cwd=ROOT, env=env) for _ in range(options.workers)]
-    print(
-        f"{options.workers} workers on {app.store.dialect.name}; ticks {first:%H:%M}..{last:%H:%M}"
-    )
+    backend = app.store.database.dialect.name
+    print(f"{options.workers} workers on {backend}; ticks {first:%H:%M}..{last:%H:%M}")
     try:
         while datetime.now(timezone.utc) < last + timedelta(seconds=10):
             time.sleep(1)

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from bench.common import Config, Result, peak_rss_mb, rss_mb, stopwatch, summary
 from rota import Enqueue, JobContext, Rota
 from rota.core.model import NewJob
-from rota.store.dialects import create_engine
+from rota.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = [
@@ -280,7 +280,7 @@ def queries_per_job(config: Config, backend: str) -> list[Result]:
             statements += 1
 
         rota.config = replace(rota.config, concurrency=50)
-        watcher, _ = create_engine(rota.config.url)
+        watcher = open_store(rota.config.url).engine
         event.listen(rota.store.engine, "before_cursor_execute", count)
 
         async def run() -> None:

@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Engine
 
 from rota import Rota
-from rota.store.dialects import normalise_url
+from rota.store.urls import normalise_url
 from rota.testing import FakeClock
 from tests.helpers import sql_store
 

@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from sqlalchemy.engine import Connection
-
 from rota.config import RotaConfig, default_url
 from rota.core import payload, values
 from rota.core.clock import Clock, SystemClock
@@ -63,9 +61,8 @@ from rota.runtime.scheduler import (
 )
 from rota.runtime.worker import Pool, Worker, WorkerSettings
 from rota.status import job_status, schedule_status
-from rota.store import migrate
-from rota.store.dialects import check_server, create_engine, describe_url
-from rota.store.sql import SqlStore
+from rota.store import CallerConnection, open_store
+from rota.store.urls import describe_url
 from rota.tasks import Handler, TaskDefinition, TaskRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -129,8 +126,7 @@ class Rota:
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(logger, log_format)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
-        engine, dialect = create_engine(self.config.url)
-        self.store = SqlStore(engine, dialect, table_prefix)
+        self.store = open_store(self.config.url, table_prefix)
         self.registry = TaskRegistry()
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -376,7 +372,7 @@ class Rota:
         priority: int | None = None,
         queue: str | None = None,
         unique_key: str | None = None,
-        connection: Connection | None = None,
+        connection: CallerConnection | None = None,
         args: Sequence[Any] | None = None,
         kwargs: Mapping[str, Any] | None = None,
         **keyword: Any,
@@ -401,7 +397,7 @@ class Rota:
         return self.queue_many([request], connection=connection)[0]
 
     def queue_many(
-        self, requests: Iterable[Enqueue], *, connection: Connection | None = None
+        self, requests: Iterable[Enqueue], *, connection: CallerConnection | None = None
     ) -> list[int]:
         """Persist many jobs at once, all or none; return their ids in the order given.
 
@@ -422,7 +418,7 @@ class Rota:
         names = [r.task if isinstance(r.task, str) else r.task.__name__ for r in requests]
         return self.telemetry.enqueue(names)
 
-    def _write(self, jobs: list[NewJob], connection: Connection | None) -> list[int]:
+    def _write(self, jobs: list[NewJob], connection: CallerConnection | None) -> list[int]:
         now = self.clock.now()
         if connection is not None:
             self._ensure_ready()
@@ -852,16 +848,11 @@ class Rota:
                 self._ready = True
 
     def _connect(self) -> None:
-        store = self.store
-        with store.dialect.translate_errors(), store.engine.connect() as connection:
-            version = check_server(connection, store.dialect)
-        logger.debug("connected to %s", version)
-        with store.dialect.translate_errors():
-            if self.config.auto_migrate:
-                migrate.upgrade(store.engine, store.dialect, self.config.table_prefix)
-            else:
-                where = describe_url(self.config.url)
-                migrate.require_schema(store.engine, self.config.table_prefix, where)
+        logger.debug("connected to %s", self.store.connect())
+        if self.config.auto_migrate:
+            self.store.migrate()
+        else:
+            self.store.require_schema()
 
 
 def _check_job_id(job_id: object) -> int:

@@ -7,12 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import timedelta
 
-from sqlalchemy.engine import URL
-
 from rota.core import values
 from rota.core.names import check_name
 from rota.errors import ConfigError
-from rota.store.dialects import parse_url
+from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
@@ -76,24 +74,6 @@ def check_table_prefix(prefix: object) -> str:
     ):
         raise ConfigError(f"table_prefix must be up to 20 letters, digits or '_', got {prefix!r}")
     return prefix
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password, and any password in its query string, shown as ``***``."""
-    parsed = _parsed(url)
-    if parsed is None:
-        return "***"
-    secrets = {key: "***" for key in parsed.query if "pass" in key.lower()}
-    if secrets:
-        parsed = parsed.update_query_dict(secrets)
-    return parsed.render_as_string(hide_password=True)
-
-
-def _parsed(url: str) -> URL | None:
-    try:
-        return parse_url(url)
-    except ConfigError:
-        return None
 
 
 def default_url() -> str:

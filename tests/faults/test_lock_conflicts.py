@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 
 from rota import JobContext, JobState, Rota, TransientStoreError
 from rota.core.transitions import Transition, lease_until
-from rota.store.sql import CONFLICT_ATTEMPTS
+from rota.store.database import CONFLICT_ATTEMPTS
 from rota.testing import FakeClock
 from tests.conftest import START, Database
 from tests.helpers import eventually, sql_store

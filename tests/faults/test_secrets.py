@@ -45,7 +45,7 @@ from rota.cli import main
 from rota.core.model import JobState, WorkerInfo
 from rota.dashboard import create_app
 from rota.observe.logs import JsonLines
-from rota.store.dialects import normalise_url
+from rota.store.urls import normalise_url
 from tests.conftest import drop_prefixed_tables, server_url
 from tests.helpers import eventually, sql_store
 

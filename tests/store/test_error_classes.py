@@ -13,11 +13,11 @@ import pymysql
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from rota.store.dialects import Dialect
-from rota.store.sql import may_repeat
+from rota.store.database import may_repeat
+from rota.store.dialects import MySQLDialect, PostgreSQLDialect, SQLiteDialect
 
-MYSQL = Dialect("mysql", returning=False, skip_locked=True)
-POSTGRES = Dialect("postgresql", returning=True, skip_locked=True)
+MYSQL = MySQLDialect()
+POSTGRES = PostgreSQLDialect()
 
 
 def mysql_error(errno: int, sqlstate: str | None) -> sa_exc.DBAPIError:
@@ -91,7 +91,7 @@ def test_postgres_connect_failures_are_transient_unless_the_server_refused(
 
 
 def test_sqlite_retries_a_busy_database_only() -> None:
-    sqlite = Dialect("sqlite", returning=True, skip_locked=False)
+    sqlite = SQLiteDialect()
     busy = sa_exc.OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
     binding = sa_exc.InterfaceError("UPDATE", {}, sqlite3.InterfaceError("Error binding parameter"))
     assert (sqlite.is_transient(busy), sqlite.is_conflict(busy)) == (True, True)

@@ -18,17 +18,17 @@ from sqlalchemy import inspect, text
 
 from rota import Rota, RotaError, StoreError, TaskDefinition
 from rota.cli import main
-from rota.store import migrate
-from rota.store.dialects import create_engine
+from rota.store import migrate, open_store
 from rota.store.migrate import MIGRATIONS
 from rota.store.schema import build_schema
 from tests.conftest import Database
 
 
 def test_migrations_equal_the_schema(db: Database) -> None:
-    engine, dialect = create_engine(db.url)
-    migrate.upgrade(engine, dialect, db.prefix)
-    migrate.upgrade(engine, dialect, db.prefix)  # a second run changes nothing
+    store = open_store(db.url, db.prefix)
+    engine = store.engine
+    store.migrate()
+    assert store.migrate() == [], "a second run changes nothing"
     schema = build_schema(db.prefix)
     with engine.connect() as connection:
         context = MigrationContext.configure(
@@ -47,9 +47,9 @@ def test_migrations_equal_the_schema(db: Database) -> None:
         ]
         indexes = {index["name"] for index in inspect(connection).get_indexes(schema.jobs.name)}
     assert diff == []
-    assert migrate.current_revision(engine, db.prefix) == migrate.head_revision()
+    assert store.schema_status().revision == migrate.head_revision()
     assert f"ix_{db.prefix}jobs_claim" in indexes
-    engine.dispose()
+    store.dispose()
 
 
 # Every revision, oldest first, as Alembic's own script directory lists them.
@@ -79,7 +79,7 @@ def test_migrate_command_applies_and_reports_the_revision(db: Database) -> None:
     assert REVISIONS[-1] == head
     output = _migrate_command(db)
     assert output.strip() == f"applied {', '.join(REVISIONS)}; schema at revision {head}"
-    engine, _ = create_engine(db.url)
+    engine = db.engine()
     tables = set(inspect(engine).get_table_names())
     assert {f"{db.prefix}jobs", f"{db.prefix}workers", f"{db.prefix}schedules"} <= tables
     engine.dispose()
@@ -176,13 +176,14 @@ def test_postgres_ddl() -> None:
 
 def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) -> None:
     """A database at 0002 upgrades in place; a unique key then belongs to its task."""
-    engine, _ = create_engine(db.url)
+    store = open_store(db.url, db.prefix)
+    engine = store.engine
     config = migrate._config(db.prefix)
     with engine.connect() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "0002")
         connection.commit()
-    assert migrate.current_revision(engine, db.prefix) == "0002"
+    assert store.schema_status().revision == "0002"
     old = Rota(db.url, table_prefix=db.prefix, auto_migrate=False)
     with pytest.raises(RotaError, match="run `rota migrate`"):
         old.jobs()
@@ -193,7 +194,7 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
     rota.define_task(TaskDefinition(name="receipt", handler=lambda ctx: None))
     assert rota.paused_queues() == [], "the queues table exists"
     invoice = rota.queue("invoice", unique_key="order:1")
-    assert migrate.current_revision(engine, db.prefix) == migrate.head_revision()
+    assert store.schema_status().revision == migrate.head_revision()
     assert rota.queue("receipt", unique_key="order:1") != invoice
     assert rota.queue("invoice", unique_key="order:1") == invoice
     with engine.connect() as connection:

@@ -10,9 +10,7 @@ import pytest
 from rota.core.backoff import RetryPolicy
 from rota.core.model import JobState, NewJob
 from rota.core.transitions import Outcome, OutcomeKind, after_attempt, rescue
-from rota.store.dialects import create_engine
-from rota.store.migrate import upgrade
-from rota.store.sql import SqlStore
+from rota.store import SqlStore, open_store
 from tests.conftest import START, Database
 
 EMPTY = '{"v":1,"args":[],"kwargs":{}}'
@@ -21,10 +19,10 @@ LEASE = timedelta(seconds=30)
 
 @pytest.fixture
 def store(db: Database) -> SqlStore:
-    engine, dialect = create_engine(db.url)
-    upgrade(engine, dialect, db.prefix)
-    yield SqlStore(engine, dialect, db.prefix)  # type: ignore[misc]
-    engine.dispose()
+    store = open_store(db.url, db.prefix)
+    store.migrate()
+    yield store  # type: ignore[misc]
+    store.dispose()
 
 
 def new(task: str = "t", at: datetime = START, **options: object) -> NewJob:

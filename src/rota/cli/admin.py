@@ -18,8 +18,7 @@ from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.supervisor import supervise, watch_supervisor
-from rota.store import migrate as migrations
-from rota.store.dialects import create_engine
+from rota.store import head_revision, open_store, upgrade_sql
 
 
 @click.command()
@@ -30,15 +29,14 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
     target = url or default_url()
     try:
         if as_sql:
-            click.echo(migrations.upgrade_sql(target, table_prefix))
+            click.echo(upgrade_sql(target, table_prefix))
             return
-        engine, dialect = create_engine(target)
+        store = open_store(target, table_prefix)
         try:
-            with dialect.translate_errors():
-                applied = migrations.upgrade(engine, dialect, table_prefix)
-                revision = migrations.current_revision(engine, table_prefix)
+            applied = store.migrate()
+            revision = store.schema_status().revision
         finally:
-            engine.dispose()
+            store.dispose()
         click.echo(migrated(applied, revision))
     except RotaError as error:
         raise click.ClickException(f"{error.code}: {error}") from error
@@ -48,7 +46,7 @@ def migrated(applied: list[str], revision: str | None) -> str:
     """Whether ``rota migrate`` changed anything, so that a deploy log shows it."""
     if applied:
         return f"applied {', '.join(applied)}; schema at revision {revision}"
-    head = migrations.head_revision()
+    head = head_revision()
     if revision == head:
         return f"already up to date at revision {revision}"
     return f"schema at revision {revision}, newer than this rota knows ({head}); nothing applied"

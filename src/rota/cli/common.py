@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console, RenderableType
 from rich.table import Table
-from sqlalchemy import exc as sa_exc
 
 from rota.app import Rota
 from rota.config import check_table_prefix, default_url
@@ -26,8 +25,7 @@ from rota.errors import (
     RotaError,
     StoreError,
 )
-from rota.store import migrate as migrations
-from rota.store.dialects import check_server, describe_url, parse_url
+from rota.store.urls import database_file, describe_url, scrub
 
 F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
@@ -99,15 +97,6 @@ def fail(message: str) -> click.ClickException:
     return click.ClickException(message)
 
 
-def scrub(text: str, url: str) -> str:
-    """``text`` without the URL's password, should a driver ever repeat it."""
-    with contextlib.suppress(ConfigError):
-        password = parse_url(url).password
-        if password:
-            return text.replace(str(password), "***")
-    return text
-
-
 def build_rota(url: str, table_prefix: str) -> Rota:
     """A ``Rota`` that reads and controls; it never changes the schema (``rota migrate`` does)."""
     try:
@@ -125,9 +114,6 @@ def reporting(url: str) -> Iterator[None]:
         yield
     except RotaError as error:
         raise fail(f"{error.code}: {scrub(str(error), url)}") from error
-    except sa_exc.DBAPIError as error:  # its text holds the statement; the driver's does not
-        message = f"{type(error.orig).__name__}: {error.orig}"
-        raise fail(f"{StoreError.code}: {scrub(message, url)}") from error
     except UnicodeEncodeError as error:
         # Bytes that are not UTF-8 on the command line reach Python as lone surrogates, which
         # no database driver can send.
@@ -137,36 +123,19 @@ def reporting(url: str) -> Iterator[None]:
         ) from error
 
 
-def require_sqlite_file(rota: Rota) -> None:
-    """A SQLite file that does not exist is unreachable: connecting would create it."""
-    url = rota.store.engine.url
-    sqlite_file = url.database if url.get_backend_name() == "sqlite" else None
-    if sqlite_file and not url.query.get("uri") and not os.path.exists(sqlite_file):
-        raise DatabaseUnavailable(f"no SQLite database file at {sqlite_file!r}")
-
-
-def server_version(rota: Rota) -> str:
-    """Connect once and return the server's version; ``DatabaseUnavailable`` if unreachable."""
-    require_sqlite_file(rota)
-    store = rota.store
+@contextlib.contextmanager
+def reaching(rota: Rota) -> Iterator[None]:
+    """Around a first call to the database: one that cannot be reached is
+    ``DatabaseUnavailable``, and so is a SQLite file that does not exist (connecting would
+    create it)."""
+    where = describe_url(rota.config.url)
+    path = database_file(rota.config.url)
+    if path is not None and not os.path.exists(path):
+        raise DatabaseUnavailable(f"no SQLite database file at {path!r}")
     try:
-        with store.dialect.translate_errors(), store.engine.connect() as connection:
-            return check_server(connection, store.dialect)
+        yield
     except StoreError as error:
-        raise DatabaseUnavailable(
-            f"cannot reach the {describe_url(rota.config.url)}: {error}"
-        ) from error
-
-
-def schema_problem(current: str | None, head: str, rota: Rota) -> str | None:
-    """Why the tables cannot serve this version of rota, or ``None`` when they can."""
-    prefix, where = rota.config.table_prefix, describe_url(rota.config.url)
-    return migrations.schema_problem(current, head, prefix, where)
-
-
-def current_revision(rota: Rota) -> str | None:
-    with rota.store.dialect.translate_errors():
-        return migrations.current_revision(rota.store.engine, rota.config.table_prefix)
+        raise DatabaseUnavailable(f"cannot reach the {where}: {error}") from error
 
 
 @contextlib.contextmanager
@@ -176,13 +145,14 @@ def connected(url: str | None, table_prefix: str) -> Iterator[Rota]:
     rota = build_rota(target, table_prefix)
     try:
         with reporting(target):
-            server_version(rota)
-            problem = schema_problem(current_revision(rota), migrations.head_revision(), rota)
+            with reaching(rota):
+                rota.store.connect()
+            problem = rota.store.schema_status().problem
             if problem is not None:
                 raise fail(problem)
             yield rota
     finally:
-        rota.store.engine.dispose()
+        rota.store.dispose()
 
 
 # -- output ------------------------------------------------------------------------------------

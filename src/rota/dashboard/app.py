@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from sqlalchemy import exc as sa_exc
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -397,12 +396,6 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
 
     async def store_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
-        if isinstance(exc.__cause__, sa_exc.DataError):
-            # The database refused a value the request carried (a NUL byte in PostgreSQL text,
-            # a number out of range): the request is wrong, not the database.
-            return dashboard.error(
-                request, 400, "Bad request", f"The database refused a value: {exc}"
-            )
         return dashboard.error(
             request,
             503,

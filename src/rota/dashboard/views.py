@@ -1,9 +1,10 @@
 """What each dashboard page shows, computed from the ``Rota`` façade and its store only.
 
 Pages never issue SQL of their own: keeping the data in plain dicts built from the store's
-public methods means a page cannot drift from what ``rota jobs`` or ``rota schedules`` report.
-The store has no ``COUNT`` query, so counts and the hourly chart come from one bounded scan of
-the newest jobs (``SCAN_LIMIT``); a page says so when the scan was cut short.
+protocol methods means a page cannot drift from what ``rota jobs``, ``rota schedules`` or
+``rota check`` report.  Counts and stranded jobs are the database's exact aggregates; only the
+hourly chart comes from one bounded scan of the newest jobs (``SCAN_LIMIT``), and a page says
+so when the scan was cut short.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from rota.core.model import (
     ScheduleState,
     ScheduleStats,
     WorkerInfo,
+    claimable,
 )
 from rota.errors import RotaError
 
@@ -189,11 +191,6 @@ def hourly_chart(jobs: Sequence[Job], now: datetime) -> dict[str, Any]:
     }
 
 
-def claimable(workers: Sequence[WorkerInfo]) -> set[tuple[str, str]]:
-    """The (task, queue) pairs some live worker both registers and serves."""
-    return {(task, queue) for w in workers for task in w.tasks for queue in w.queues}
-
-
 def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
     """Why no live worker can claim this pending job (as ``rota check`` says), else ``None``."""
     if (job.task, job.queue) in claimable(workers):
@@ -203,36 +200,9 @@ def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
     return f"no live worker registers task {job.task!r}"
 
 
-def stranded(rota: Rota, workers: Sequence[WorkerInfo]) -> list[dict[str, Any]]:
-    """Pending jobs no live worker can claim, by task and queue, among the newest pending jobs.
-
-    Flagged here as ``rota check`` flags them: otherwise a job queued by name for a task that no
-    deployed worker registers would wait unseen.
-    """
-    ready = claimable(workers)
-    counts: Counter[tuple[str, str]] = Counter(
-        (job.task, job.queue)
-        for job in rota.store.jobs(states=(JobState.PENDING,), limit=SCAN_LIMIT)
-        if (job.task, job.queue) not in ready
-    )
-    registered = {task for worker in workers for task in worker.tasks}
-    return [
-        {
-            "task": task,
-            "queue": queue,
-            "pending": count,
-            "reason": "no live worker registers the task"
-            if task not in registered
-            else "no live worker with the task serves the queue",
-        }
-        for (task, queue), count in sorted(counts.items())
-    ]
-
-
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     jobs, truncated = _scan(rota)
-    live = rota.store.workers(now - LIVE_WORKER_WINDOW)
     counts = rota.store.counts()
     paused = rota.store.paused_queues()
     empty = dict.fromkeys(counts.by_state, 0)
@@ -246,7 +216,7 @@ def overview(rota: Rota) -> dict[str, Any]:
         "scan_limit": SCAN_LIMIT,
         "chart": hourly_chart(jobs, now),
         "workers": live_workers(rota, now),
-        "stranded": stranded(rota, live),
+        "stranded": rota.store.stranded(now - LIVE_WORKER_WINDOW),
     }
 
 

@@ -1,15 +1,21 @@
 """The storage seam: one method per operation, each taking ``now`` instead of reading a clock.
 
-Methods are synchronous and thread-safe; the runtime calls them from its database threads so
-the event loop never waits on a socket.  Every method translates driver errors into
-``StoreError`` (``TransientStoreError`` when a plain retry can succeed).
+This protocol is the only door to the database: the façade, the runtime, the CLI and the
+dashboard call these methods and never SQL, an engine or a driver (a lint rule keeps
+SQLAlchemy inside ``rota.store``).  Methods are synchronous and thread-safe; the runtime calls
+them from its database threads so the event loop never waits on a socket.  Every method
+translates driver errors into ``StoreError`` (``TransientStoreError`` when a plain retry can
+succeed) or, for a value the database refused, ``InvalidArguments``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeAlias
+
+from sqlalchemy.engine import Connection
 
 from rota.core.model import (
     Counts,
@@ -20,17 +26,90 @@ from rota.core.model import (
     ScheduleSpec,
     ScheduleState,
     ScheduleStats,
+    Stranded,
     WorkerInfo,
 )
 from rota.core.transitions import Transition
+
+CallerConnection: TypeAlias = Connection
+"""A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
+``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The database server as ``connect`` found it."""
+
+    product: str
+    """``MySQL``, ``MariaDB``, ``PostgreSQL`` or ``SQLite``."""
+    version: str
+    skip_locked: str
+    """How claims keep two workers off one job: ``yes``, ``no`` or ``single writer``."""
+    problem: str | None = None
+    """Why rota cannot run on this server (no ``SKIP LOCKED``), or ``None``."""
+
+    def __str__(self) -> str:
+        return f"{self.product} {self.version}"
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where rota's tables stand against the migrations of this release."""
+
+    revision: str | None
+    head: str
+    state: str
+    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
+    problem: str | None
+    """Why the tables cannot serve this release, naming the fix; ``None`` when they can."""
 
 
 class Store(Protocol):
     @property
     def schedules(self) -> ScheduleStore: ...
 
-    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
-        """Insert jobs as ``pending``, all or none; return their ids in the order given."""
+    def connect(self) -> ServerInfo:
+        """Reach the server and check that rota can run on it (``ConfigError`` if not)."""
+        ...
+
+    def server_info(self) -> ServerInfo:
+        """Reach the server and describe it, even one rota cannot run on (see ``problem``)."""
+        ...
+
+    def driver(self) -> tuple[str, str]:
+        """The DB-API driver's name and version; needs no connection."""
+        ...
+
+    def migrate(self) -> list[str]:
+        """Bring the schema to this release's newest revision; safe when several processes
+        start together.  Return the revisions applied, oldest first (none when it was up to
+        date, or newer than this release: a rolling deploy's old processes must still start).
+        """
+        ...
+
+    def schema_status(self) -> SchemaStatus: ...
+
+    def require_schema(self) -> None:
+        """A missing or old schema is a ``StoreError`` saying to run ``rota migrate``, raised
+        at connect rather than as "no such table" from the first query."""
+        ...
+
+    def dispose(self) -> None:
+        """Close the pooled connections; the next call opens new ones."""
+        ...
+
+    def enqueue(
+        self,
+        jobs: Sequence[NewJob],
+        now: datetime,
+        connection: CallerConnection | None = None,
+    ) -> list[int]:
+        """Insert jobs as ``pending``, all or none; return their ids in the order given.
+
+        With ``connection`` they are written in the caller's open transaction; otherwise in a
+        transaction of their own, never repeated after a lost connection (it may have
+        committed).
+        """
         ...
 
     def claim(
@@ -135,7 +214,14 @@ class Store(Protocol):
 
     def unregister_worker(self, worker_id: str) -> None: ...
 
-    def workers(self, alive_since: datetime) -> list[WorkerInfo]: ...
+    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
+        """Workers whose last heartbeat is at or after ``alive_since``, by id."""
+        ...
+
+    def stranded(self, alive_since: datetime) -> list[Stranded]:
+        """Pending jobs that none of the workers alive since then can claim, counted by task
+        and queue (sorted so), each with the reason."""
+        ...
 
     def server_time(self) -> datetime | None:
         """The database server's clock (UTC), or ``None`` where it is this host's (SQLite)."""

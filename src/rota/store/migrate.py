@@ -3,25 +3,22 @@ schema that is missing or behind from one this release can use."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
-from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.engine import URL, Connection
 
-from rota.errors import StoreError
-from rota.store.dialects import Dialect, normalise_url
+from rota.store.base import SchemaStatus
+from rota.store.database import Database
+from rota.store.urls import normalise_url
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-LOCK_NAME = "rota_migrate"
 _IN_PROCESS = threading.Lock()
 logger = logging.getLogger("rota")
 
@@ -47,9 +44,9 @@ def known_revisions() -> set[str]:
     return {script.revision for script in _scripts().walk_revisions()}
 
 
-def current_revision(engine: Engine, prefix: str) -> str | None:
-    with engine.connect() as connection:
-        return _revision(connection, prefix)
+def current_revision(database: Database) -> str | None:
+    with database.translate_errors(), database.engine.connect() as connection:
+        return _revision(connection, database.table_prefix)
 
 
 def _revision(connection: Connection, prefix: str) -> str | None:
@@ -81,23 +78,26 @@ def schema_problem(current: str | None, head: str, prefix: str, where: str) -> s
     return None
 
 
-def require_schema(engine: Engine, prefix: str, where: str) -> None:
-    """With ``auto_migrate=False``: a missing or old schema is a ``StoreError`` saying to run
-    ``rota migrate``, at connect, rather than "no such table" from the first query."""
-    problem = schema_problem(current_revision(engine, prefix), head_revision(), prefix, where)
-    if problem is not None:
-        raise StoreError(problem)
+def schema_status(database: Database) -> SchemaStatus:
+    current, head = current_revision(database), head_revision()
+    problem = schema_problem(current, head, database.table_prefix, database.where)
+    return SchemaStatus(current, head, schema_state(current, head), problem)
 
 
-def upgrade(engine: Engine, dialect: Dialect, prefix: str) -> list[str]:
+def upgrade(database: Database) -> list[str]:
     """Bring the schema to the newest revision; safe when several processes start together.
     Return the revisions this call applied, oldest first: none if it was up to date already,
     or newer than this release (a rolling deploy's old processes must still start).
 
     Alembic keeps its running context in a module global, so threads of one process take turns.
     """
-    with _IN_PROCESS, engine.connect() as connection, _migration_lock(connection, dialect):
-        before = _revision(connection, prefix)
+    with (
+        _IN_PROCESS,
+        database.translate_errors(),
+        database.engine.connect() as connection,
+        database.dialect.migration_lock(connection),
+    ):
+        before = _revision(connection, database.table_prefix)
         head = head_revision()
         if schema_state(before, head) == "newer":
             logger.warning(
@@ -108,7 +108,7 @@ def upgrade(engine: Engine, dialect: Dialect, prefix: str) -> list[str]:
                 extra={"event": "schema.newer"},
             )
             return []
-        config = _config(prefix)
+        config = _config(database.table_prefix)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
         connection.commit()
@@ -124,25 +124,3 @@ def upgrade_sql(url: str | URL, prefix: str) -> str:
     config.attributes["url"] = normalise_url(url).set(password=None)
     command.upgrade(config, "head", sql=True)
     return buffer.getvalue()
-
-
-@contextlib.contextmanager
-def _migration_lock(connection: Connection, dialect: Dialect) -> Iterator[None]:
-    if dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_lock(hashtext(:name))"), {"name": LOCK_NAME})
-        try:
-            yield
-        finally:
-            connection.execute(
-                text("SELECT pg_advisory_unlock(hashtext(:name))"), {"name": LOCK_NAME}
-            )
-            connection.commit()
-    elif dialect.name == "mysql":
-        connection.execute(text("SELECT GET_LOCK(:name, 120)"), {"name": LOCK_NAME})
-        try:
-            yield
-        finally:
-            connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": LOCK_NAME})
-            connection.commit()
-    else:
-        yield

@@ -8,10 +8,10 @@ schedule: one wins, the others change nothing and see no error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Row, and_, case, func, select, update
+from sqlalchemy import and_, case, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -19,22 +19,20 @@ from rota.core.model import (
     JobState,
     NewJob,
     Schedule,
-    ScheduleSource,
     ScheduleSpec,
     ScheduleState,
     ScheduleStats,
 )
-
-if TYPE_CHECKING:
-    from rota.store.sql import SqlStore
+from rota.store.database import Database
+from rota.store.rows import aware, job_values, schedule_definition, to_schedule
 
 LIVE = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
 
 
 class SqlSchedules:
-    def __init__(self, store: SqlStore) -> None:
-        self._store = store
-        self.table = store.schema.schedules
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.table = database.schema.schedules
 
     def upsert(self, spec: ScheduleSpec, first_run: datetime, now: datetime) -> Schedule:
         """Create the schedule, or bring its definition up to date.
@@ -43,7 +41,7 @@ class SqlSchedules:
         at ``first_run``; paused and cancelled schedules keep their state.
         """
         table = self.table
-        definition = _definition(spec)
+        definition = schedule_definition(spec)
 
         def work(connection: Connection) -> Schedule:
             row = connection.execute(
@@ -57,10 +55,10 @@ class SqlSchedules:
                     "created_at": now,
                     "updated_at": now,
                 }
-                statement = self._store.dialect.insert_ignoring_duplicates(table, [values])
+                statement = self.database.dialect.insert_ignoring_duplicates(table, [values])
                 connection.execute(statement)
                 row = connection.execute(select(table).where(table.c.name == spec.name)).one()
-                return _to_schedule(row)
+                return to_schedule(row._mapping)
             changes = {
                 key: value for key, value in definition.items() if row._mapping[key] != value
             }
@@ -71,24 +69,23 @@ class SqlSchedules:
             if restart:
                 changes["next_run_at"] = first_run
             if not changes:
-                return _to_schedule(row)
+                return to_schedule(row._mapping)
             changes["updated_at"] = now
             connection.execute(update(table).where(table.c.id == row.id).values(changes))
-            return _to_schedule(connection.execute(select(table).where(table.c.id == row.id)).one())
+            updated = connection.execute(select(table).where(table.c.id == row.id)).one()
+            return to_schedule(updated._mapping)
 
-        return self._store._transaction(work)
+        return self.database.transaction(work)
 
     def get(self, name: str) -> Schedule | None:
-        query = select(self.table).where(self.table.c.name == name)
-        row = self._store._transaction(lambda conn: conn.execute(query).first())
-        return _to_schedule(row) if row is not None else None
+        rows = self.database.fetch(select(self.table).where(self.table.c.name == name))
+        return to_schedule(rows[0]._mapping) if rows else None
 
     def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]:
         query = select(self.table).order_by(self.table.c.name)
         if states:
             query = query.where(self.table.c.state.in_([state.value for state in states]))
-        rows = self._store._transaction(lambda conn: conn.execute(query).all())
-        return [_to_schedule(row) for row in rows]
+        return [to_schedule(row._mapping) for row in self.database.fetch(query)]
 
     def due(self, now: datetime, limit: int) -> list[Schedule]:
         table = self.table
@@ -98,16 +95,15 @@ class SqlSchedules:
             .order_by(table.c.next_run_at)
             .limit(limit)
         )
-        rows = self._store._transaction(lambda conn: conn.execute(query).all())
-        return [_to_schedule(row) for row in rows]
+        return [to_schedule(row._mapping) for row in self.database.fetch(query)]
 
     def next_due(self) -> datetime | None:
         table = self.table
         query = select(func.min(table.c.next_run_at)).where(
             table.c.state == ScheduleState.ACTIVE.value
         )
-        value = self._store._transaction(lambda conn: conn.execute(query).scalar())
-        return _aware(value)
+        ((value,),) = self.database.fetch(query)
+        return aware(value)
 
     def fire(
         self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime
@@ -132,13 +128,12 @@ class SqlSchedules:
             if not moved:
                 return False
             if jobs:
-                rows = [self._store._job_values(job, now) for job in jobs]
-                connection.execute(
-                    self._store.dialect.insert_ignoring_duplicates(self._store.schema.jobs, rows)
-                )
+                rows = [job_values(job, now) for job in jobs]
+                insert = self.database.dialect.insert_ignoring_duplicates
+                connection.execute(insert(self.database.schema.jobs, rows))
             return True
 
-        return self._store._transaction(work)
+        return self.database.transaction(work)
 
     def set_state(
         self, name: str | None, target: ScheduleState, sources: Sequence[ScheduleState]
@@ -149,10 +144,7 @@ class SqlSchedules:
         if name is not None:
             condition = and_(condition, table.c.name == name)
         statement = update(table).where(condition).values(state=target.value)
-        changed = self._store._transaction(
-            lambda conn: conn.execute(statement).rowcount, idempotent=False
-        )
-        return int(changed)
+        return self.database.write(statement, idempotent=False)
 
     def resume(self, next_runs: Mapping[str, datetime], now: datetime) -> int:
         """Paused schedules back to active from their next tick: missed ticks never run."""
@@ -168,7 +160,7 @@ class SqlSchedules:
                 ).rowcount
             return resumed
 
-        return self._store._transaction(work, idempotent=False)
+        return self.database.transaction(work, idempotent=False)
 
     def disable(self, names: Sequence[str], now: datetime) -> int:
         if not names:
@@ -179,10 +171,10 @@ class SqlSchedules:
             .where(table.c.name.in_(names), table.c.state.in_(LIVE))
             .values(state=ScheduleState.DISABLED.value, updated_at=now)
         )
-        return int(self._store._transaction(lambda conn: conn.execute(statement).rowcount))
+        return self.database.write(statement)
 
     def stats(self) -> dict[str, ScheduleStats]:
-        jobs = self._store.schema.jobs
+        jobs = self.database.schema.jobs
         query = (
             select(
                 jobs.c.schedule,
@@ -194,50 +186,7 @@ class SqlSchedules:
             .where(jobs.c.schedule.is_not(None))
             .group_by(jobs.c.schedule)
         )
-        rows = self._store._transaction(lambda conn: conn.execute(query).all())
         return {
-            name: ScheduleStats(int(runs), int(failed or 0), int(running or 0), _aware(last))
-            for name, runs, failed, running, last in rows
+            name: ScheduleStats(int(runs), int(failed or 0), int(running or 0), aware(last))
+            for name, runs, failed, running, last in self.database.fetch(query)
         }
-
-
-def _definition(spec: ScheduleSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "task": spec.task,
-        "cron": spec.cron,
-        "tz": spec.tz,
-        "payload": spec.payload,
-        "queue": spec.queue,
-        "priority": spec.priority,
-        "source": spec.source.value,
-    }
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """Aggregates lose the column type on some drivers; read them back as aware UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=timezone.utc)
-
-
-def _to_schedule(row: Row[Any]) -> Schedule:
-    data = row._mapping
-    spec = ScheduleSpec(
-        name=data["name"],
-        task=data["task"],
-        cron=data["cron"],
-        tz=data["tz"],
-        payload=data["payload"],
-        queue=data["queue"],
-        priority=data["priority"],
-        source=ScheduleSource(data["source"]),
-    )
-    return Schedule(
-        spec=spec,
-        state=ScheduleState(data["state"]),
-        next_run_at=data["next_run_at"],
-        last_run_at=data["last_run_at"],
-        created_at=data["created_at"],
-        updated_at=data["updated_at"],
-    )

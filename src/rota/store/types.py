@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import BigInteger, DateTime, Integer, Text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect as SqlDialect
-from sqlalchemy.types import TypeDecorator, TypeEngine
+from sqlalchemy.types import TypeDecorator
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -18,13 +18,8 @@ class UtcDateTime(TypeDecorator[datetime]):
     session time zone; MySQL ``TIMESTAMP`` would also stop at 2038.
     """
 
-    impl = DateTime
+    impl = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
     cache_ok = True
-
-    def load_dialect_impl(self, dialect: SqlDialect) -> TypeEngine[Any]:
-        if dialect.name in ("mysql", "mariadb"):
-            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
-        return dialect.type_descriptor(DateTime())
 
     def process_bind_param(self, value: datetime | None, dialect: SqlDialect) -> datetime | None:
         if value is None:

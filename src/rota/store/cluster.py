@@ -1,0 +1,91 @@
+"""What the processes sharing one database tell each other: workers, named leases, paused
+queues."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Table, delete, insert, or_, select, update
+from sqlalchemy.engine import Connection
+
+from rota.core.model import WorkerInfo
+from rota.store.database import Database
+from rota.store.rows import to_worker, worker_values
+
+
+class SqlCluster:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.schema = database.schema
+
+    def register_worker(self, worker: WorkerInfo) -> None:
+        workers = self.schema.workers
+        values = worker_values(worker)
+
+        def work(connection: Connection) -> None:
+            connection.execute(delete(workers).where(workers.c.id == worker.id))
+            connection.execute(insert(workers).values(values))
+
+        self.database.transaction(work)
+
+    def unregister_worker(self, worker_id: str) -> None:
+        workers = self.schema.workers
+        self.database.write(delete(workers).where(workers.c.id == worker_id))
+
+    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
+        workers = self.schema.workers
+        query = select(workers).where(workers.c.heartbeat_at >= alive_since).order_by(workers.c.id)
+        return [to_worker(row._mapping) for row in self.database.fetch(query)]
+
+    def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
+        """Take or renew the named lease unless another owner holds it past ``now``."""
+        leases = self.schema.leases
+
+        def work(connection: Connection) -> bool:
+            free = or_(leases.c.until < now, leases.c.owner == owner)
+            statement = update(leases).where(leases.c.name == name, free)
+            if connection.execute(statement.values(owner=owner, until=until)).rowcount:
+                return True
+            row = {"name": name, "owner": owner, "until": until}
+            connection.execute(self.database.dialect.insert_ignoring_duplicates(leases, [row]))
+            holder = select(leases.c.owner).where(leases.c.name == name)
+            return bool(connection.execute(holder).scalar_one() == owner)
+
+        return self.database.transaction(work)
+
+    def set_queues_paused(self, names: Sequence[str], paused: bool, now: datetime) -> list[str]:
+        """Pause or resume queues by name; return those whose state changed."""
+        queues = self.schema.queues
+
+        def work(connection: Connection) -> list[str]:
+            known = {
+                name: bool(flag)
+                for name, flag in connection.execute(
+                    select(queues.c.name, queues.c.paused).where(queues.c.name.in_(names))
+                )
+            }
+            changed = [name for name in dict.fromkeys(names) if known.get(name, False) != paused]
+            for name in changed:
+                if name in known:
+                    connection.execute(
+                        update(queues)
+                        .where(queues.c.name == name)
+                        .values(paused=paused, updated_at=now)
+                    )
+                else:
+                    row = {"name": name, "paused": paused, "updated_at": now}
+                    connection.execute(
+                        self.database.dialect.insert_ignoring_duplicates(queues, [row])
+                    )
+            return changed
+
+        return self.database.transaction(work)
+
+    def paused_queues(self) -> set[str]:
+        return self.database.transaction(lambda conn: read_paused(conn, self.schema.queues))
+
+
+def read_paused(connection: Connection, queues: Table) -> set[str]:
+    """The paused queues, read in the caller's transaction (a claim reads them in its own)."""
+    return set(connection.execute(select(queues.c.name).where(queues.c.paused)).scalars())

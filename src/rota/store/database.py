@@ -1,0 +1,130 @@
+"""One database as the store modules share it: engine, dialect, tables, and transactions that
+repeat themselves after a conflict.
+
+Jobs, schedules, workers and migrations are siblings over one ``Database``; none of them opens
+a connection or handles a driver error in any other way than through ``transaction``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import logging
+import platform
+import random
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlalchemy import Executable, Row, Select
+from sqlalchemy.engine import URL, Connection
+
+from rota.core.clock import as_utc
+from rota.errors import TransientStoreError
+from rota.store.base import ServerInfo
+from rota.store.dialects import dialect_for
+from rota.store.schema import build_schema
+from rota.store.urls import describe_url, normalise_url
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
+
+T = TypeVar("T")
+logger = logging.getLogger("rota.store")
+CONFLICT_ATTEMPTS = 6
+CONFLICT_BUDGET = 5.0
+
+
+class Database:
+    """An engine on ``url`` with the dialect chosen for it and the tables named by the prefix."""
+
+    def __init__(self, url: str | URL, table_prefix: str = "rota_") -> None:
+        self.url = normalise_url(url)
+        self.dialect = dialect_for(self.url)
+        self.engine = self.dialect.create_engine(self.url)
+        self.table_prefix = table_prefix
+        self.schema = build_schema(table_prefix)
+
+    @property
+    def where(self) -> str:
+        """The database, described without its password."""
+        return describe_url(self.url)
+
+    def translate_errors(self) -> contextlib.AbstractContextManager[None]:
+        return self.dialect.translate_errors()
+
+    def transaction(self, work: Callable[[Connection], T], *, idempotent: bool = True) -> T:
+        """Run ``work`` in one transaction, repeating it after a deadlock or lock-wait timeout.
+
+        Those undo the whole transaction, so repeating is always safe and callers never see
+        them unless they persist: up to six attempts, but past the first repeat only within
+        ``CONFLICT_BUDGET`` seconds, since each lock wait may itself last a server timeout.
+        After a dropped connection the commit may have happened: ``work`` is repeated once, on
+        a fresh connection, only when it is ``idempotent`` (its write and its answer stay right).
+        """
+        started = time.monotonic()
+        attempt = 1
+        while True:
+            try:
+                with self.translate_errors(), self.engine.begin() as connection:
+                    return work(connection)
+            except TransientStoreError as error:
+                if error.rolled_back and may_repeat(attempt, time.monotonic() - started):
+                    delay = conflict_delay(attempt)
+                    logger.debug("%s; repeating the transaction in %.3f s", error, delay)
+                    time.sleep(delay)
+                elif not error.rolled_back and idempotent and attempt == 1:
+                    logger.info("%s; repeating the transaction on a new connection", error)
+                else:
+                    raise
+            attempt += 1
+
+    def fetch(self, query: Select[Unpack[Ts]]) -> list[Row[Unpack[Ts]]]:
+        """Every row of one read, in a transaction of its own."""
+        return self.transaction(lambda connection: list(connection.execute(query)))
+
+    def write(self, statement: Executable, *, idempotent: bool = True) -> int:
+        """One statement in a transaction of its own; the rows it changed."""
+        return int(
+            self.transaction(
+                lambda connection: connection.execute(statement).rowcount, idempotent=idempotent
+            )
+        )
+
+    def server_info(self) -> ServerInfo:
+        with self.translate_errors(), self.engine.connect() as connection:
+            return self.dialect.describe_server(connection)
+
+    def server_time(self) -> datetime | None:
+        query = self.dialect.server_time_query()
+        if query is None:
+            return None
+        value = self.transaction(lambda connection: connection.exec_driver_sql(query).scalar_one())
+        return as_utc(value)
+
+    def driver(self) -> tuple[str, str]:
+        """The DB-API driver's name and version, from its distribution's metadata if it has one.
+
+        PyMySQL's ``__version__`` imitates mysqlclient's, hence the metadata first.
+        """
+        dialect = self.engine.dialect
+        module = dialect.loaded_dbapi
+        top = module.__name__.partition(".")[0]
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return dialect.driver, importlib.metadata.version(top)
+        version = getattr(module, "__version__", None)
+        if isinstance(version, str):
+            return dialect.driver, version
+        return dialect.driver, f"{platform.python_version()} (Python standard library)"
+
+
+def may_repeat(attempt: int, elapsed: float) -> bool:
+    return attempt < CONFLICT_ATTEMPTS and (attempt == 1 or elapsed < CONFLICT_BUDGET)
+
+
+def conflict_delay(attempt: int) -> float:
+    """10 ms doubling per attempt, jittered so that the two sides of a deadlock drift apart."""
+    return float(0.01 * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))

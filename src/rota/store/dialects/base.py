@@ -1,0 +1,167 @@
+"""What every backend answers for rota; each subclass holds one backend's differences.
+
+The defaults are what PostgreSQL and SQLite share (``RETURNING`` for inserted ids and claimed
+rows); a backend overrides only where it differs, so reading one subclass tells everything
+rota does differently there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
+
+from sqlalchemy import Select, Table, event, insert, text, update
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext
+from sqlalchemy.sql.dml import Insert
+
+from rota.errors import ConfigError, InvalidArguments, StoreError, TransientStoreError
+from rota.store.base import ServerInfo
+
+logger = logging.getLogger("rota.store")
+MIGRATION_LOCK = "rota_migrate"
+
+
+class Dialect:
+    """One database backend as rota uses it, chosen once per URL."""
+
+    name: ClassVar[str]
+    product: ClassVar[str]
+    drivers: ClassVar[Mapping[str, str]] = {}
+    """Bare URL schemes and the driver rota ships an extra for (``mysql`` → ``mysql+pymysql``)."""
+    migration_lock_sql: ClassVar[tuple[str, str] | None] = None
+    """Statements taking and releasing a server-wide named lock (``:name``), if it has one."""
+
+    def normalise(self, url: URL) -> URL:
+        """Name the default driver when the URL names none."""
+        driver = self.drivers.get(url.drivername)
+        return url.set(drivername=driver) if driver else url
+
+    def database_file(self, url: URL) -> str | None:
+        """The local file the URL names, which connecting would create; servers have none."""
+        return None
+
+    def create_engine(self, url: URL) -> Engine:
+        try:
+            engine = sa_create_engine(url, **self.engine_options())
+        except (sa_exc.NoSuchModuleError, ImportError) as error:
+            raise ConfigError(
+                f"no database driver {url.drivername!r} is installed ({error}): install "
+                "rota[mysql] or rota[postgres], or name an installed driver"
+            ) from None
+        self.configure(engine)
+        return engine
+
+    def engine_options(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def configure(self, engine: Engine) -> None:
+        """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
+
+        The pool replaces it on its own, found dead before use (pre-ping) or mid-transaction,
+        which the caller then sees as a ``TransientStoreError``; without this line an operator
+        would never learn that connections are being lost.
+        """
+
+        @event.listens_for(engine, "handle_error")
+        def _on_error(context: ExceptionContext) -> None:
+            if context.is_disconnect:
+                logger.warning(
+                    "lost a database connection (%s: %s); the pool will open a new one",
+                    type(context.original_exception).__name__,
+                    context.original_exception,
+                    extra={"event": "db.disconnected", "pre_ping": context.is_pre_ping},
+                )
+
+    def describe_server(self, connection: Connection) -> ServerInfo:
+        """The server's product and version, and how it keeps two workers off one job."""
+        return ServerInfo(self.product, server_version(connection), "yes")
+
+    def server_time_query(self) -> str | None:
+        """The server's current UTC time as a naive timestamp; ``None`` where it is this host's."""
+        return None
+
+    @contextlib.contextmanager
+    def migration_lock(self, connection: Connection) -> Iterator[None]:
+        """Held while migrating, so that processes starting together take turns."""
+        if self.migration_lock_sql is None:
+            yield
+            return
+        lock, unlock = self.migration_lock_sql
+        connection.execute(text(lock), {"name": MIGRATION_LOCK})
+        try:
+            yield
+        finally:
+            connection.execute(text(unlock), {"name": MIGRATION_LOCK})
+            connection.commit()
+
+    def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
+        return query.with_for_update(skip_locked=True)
+
+    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+        """An INSERT that skips rows hitting a unique key instead of failing the transaction."""
+        raise NotImplementedError
+
+    def insert_ids(
+        self, connection: Connection, table: Table, rows: list[dict[str, Any]]
+    ) -> list[int]:
+        """Insert ``rows`` in multi-row INSERTs (SQLAlchemy batches the executemany); their ids
+        in order."""
+        statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+        return list(connection.execute(statement, rows).scalars())
+
+    def claim(
+        self,
+        connection: Connection,
+        table: Table,
+        candidates: Select[Any],
+        values: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Give the ``candidates`` ``values`` and one more attempt; return the rows as they now
+        are, in the candidates' order (priority, ``run_at``, id).
+
+        With ``RETURNING`` this is one UPDATE over the candidate subquery.
+        """
+        ids = candidates.with_only_columns(table.c.id)
+        changes = {**values, "attempt": table.c.attempt + 1}
+        statement = update(table).where(table.c.id.in_(ids)).values(changes).returning(*table.c)
+        claimed = [dict(row._mapping) for row in connection.execute(statement)]
+        return sorted(claimed, key=lambda row: (row["priority"], row["run_at"], row["id"]))
+
+    def is_transient(self, error: sa_exc.DBAPIError) -> bool:
+        """Worth repeating as it is: a lost connection, a deadlock, a lock-wait timeout."""
+        raise NotImplementedError
+
+    def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
+        """Deadlock, lock-wait timeout or serialisation failure: the transaction was undone."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Map driver exceptions to rota's errors, chaining the original.
+
+        A value the database refused (a NUL byte in PostgreSQL text, a number out of range) is
+        the caller's ``InvalidArguments``; a transient failure is a ``TransientStoreError``;
+        anything else a ``StoreError``.
+        """
+        try:
+            yield
+        except sa_exc.DBAPIError as error:
+            message = f"{type(error.orig).__name__}: {error.orig}"
+            if self.is_transient(error):
+                rolled_back = self.is_conflict(error)
+                raise TransientStoreError(message, rolled_back=rolled_back) from error
+            if isinstance(error, sa_exc.DataError):
+                raise InvalidArguments(f"the database refused a value: {message}") from error
+            raise StoreError(message) from error
+
+
+def lost_connection(error: sa_exc.DBAPIError) -> bool:
+    return bool(error.connection_invalidated) or isinstance(error, sa_exc.InterfaceError)
+
+
+def server_version(connection: Connection) -> str:
+    return ".".join(str(part) for part in connection.dialect.server_version_info or ())

@@ -1,0 +1,146 @@
+"""MySQL 8 and MariaDB: locking, ids without ``RETURNING``, error numbers, engine settings.
+
+MySQL 8 versus MariaDB, as far as rota is concerned:
+
+* ``SELECT ... FOR UPDATE SKIP LOCKED``: MySQL 8.0.1+, MariaDB 10.6+; older servers are refused.
+* ``RETURNING``: MariaDB has ``INSERT/DELETE ... RETURNING`` but MySQL has none, and neither has
+  ``UPDATE ... RETURNING``; rota never uses it on either and reads ids from ``lastrowid``.
+* A multi-row ``INSERT ... VALUES`` is a "simple insert": InnoDB reserves its ids in one step,
+  ``auto_increment_increment`` apart, so ids are read as ``lastrowid`` plus that step.
+* Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
+* Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
+  (idle timeout) on MySQL 8. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
+  MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sqlalchemy import Select, Table, insert, update
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.dml import Insert
+
+from rota.store.base import ServerInfo
+from rota.store.dialects.base import Dialect, lost_connection, server_version
+
+CONFLICT = frozenset({1205, 1213})
+TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
+INSERT_CHUNK = 1000
+STATEMENT_BYTES = 500_000
+ROW_OVERHEAD_BYTES = 1_000
+
+
+class MySQLDialect(Dialect):
+    name = "mysql"
+    product = "MySQL"
+    drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
+    migration_lock_sql = ("SELECT GET_LOCK(:name, 120)", "SELECT RELEASE_LOCK(:name)")
+
+    def engine_options(self) -> dict[str, Any]:
+        return {
+            "pool_pre_ping": True,
+            "pool_recycle": 3600,
+            "isolation_level": "READ COMMITTED",
+            "connect_args": {"connect_timeout": 5, "charset": "utf8mb4"},
+        }
+
+    def describe_server(self, connection: Connection) -> ServerInfo:
+        """MariaDB 10.6+ or MySQL 8.0.1+; an older one is described with the reason it is not
+        enough."""
+        version = connection.dialect.server_version_info or ()
+        mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
+        product = "MariaDB" if mariadb else "MySQL"
+        minimum = (10, 6) if mariadb else (8, 0, 1)
+        text_version = server_version(connection)
+        if tuple(version[: len(minimum)]) >= minimum:
+            return ServerInfo(product, text_version, "yes")
+        needed = ".".join(map(str, minimum))
+        problem = f"{product} {text_version} has no SKIP LOCKED; rota needs {needed} or later"
+        return ServerInfo(product, text_version, "no", problem)
+
+    def server_time_query(self) -> str:
+        return "SELECT UTC_TIMESTAMP(6)"
+
+    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+        """``INSERT IGNORE`` would also hide truncation errors, hence a no-op update instead."""
+        statement = mysql.insert(table).values(rows)
+        key = next(iter(table.primary_key.columns))
+        return statement.on_duplicate_key_update({key.name: key})
+
+    def insert_ids(
+        self, connection: Connection, table: Table, rows: list[dict[str, Any]]
+    ) -> list[int]:
+        ids: list[int] = []
+        step = _id_step(connection) if len(rows) > 1 else 1
+        for chunk in _statement_sized(rows):
+            if len(chunk) == 1:
+                ids.append(connection.execute(insert(table), chunk[0]).lastrowid)
+                continue
+            connection.execute(insert(table), chunk)
+            first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
+            ids.extend(range(first, first + len(chunk) * step, step))
+        return ids
+
+    def claim(
+        self,
+        connection: Connection,
+        table: Table,
+        candidates: Select[Any],
+        values: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """The candidates are locked by the SELECT, then updated by id."""
+        rows = connection.execute(candidates).all()
+        if not rows:
+            return []
+        changes = {**values, "attempt": table.c.attempt + 1}
+        connection.execute(
+            update(table).where(table.c.id.in_([row.id for row in rows])).values(changes)
+        )
+        return [{**row._mapping, **values, "attempt": row.attempt + 1} for row in rows]
+
+    def is_transient(self, error: sa_exc.DBAPIError) -> bool:
+        return lost_connection(error) or _errno(error) in TRANSIENT
+
+    def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
+        """MySQL undoes only the statement on a lock-wait timeout (unless
+        ``innodb_rollback_on_timeout``), but rota then rolls the transaction back itself."""
+        return not error.connection_invalidated and _errno(error) in CONFLICT
+
+
+def _errno(error: sa_exc.DBAPIError) -> int | None:
+    """The server's error number.
+
+    PyMySQL 1.2+ also carries a SQLSTATE, but MySQL's is too coarse to tell a deadlock from
+    a lock-wait timeout (and a ``SIGNAL`` may set any), so the number decides.
+    """
+    args = getattr(error.orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def _id_step(connection: Connection) -> int:
+    """The id increment (above 1 on Galera and other multi-primary set-ups)."""
+    return int(connection.exec_driver_sql("SELECT @@auto_increment_increment").scalar_one())
+
+
+def _statement_sized(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Chunks that the driver sends as one INSERT statement each.
+
+    ``LAST_INSERT_ID()`` names the first id of the last statement only, so no chunk may be
+    split by the driver's statement-size limit (PyMySQL: 1,024,000 bytes).
+    """
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        text_size = sum(len(value) for value in row.values() if isinstance(value, str))
+        row_size = text_size * 4 + ROW_OVERHEAD_BYTES  # UTF-8 and escaping, at worst
+        if chunk and (len(chunk) == INSERT_CHUNK or size + row_size > STATEMENT_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(row)
+        size += row_size
+    if chunk:
+        yield chunk

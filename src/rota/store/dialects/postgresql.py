@@ -1,0 +1,60 @@
+"""PostgreSQL: ``ON CONFLICT``, SQLSTATEs, refusals at connect, advisory locks, engine settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.sql.dml import Insert
+
+from rota.store.dialects.base import Dialect, lost_connection
+
+CONFLICT = ("40001", "40P01", "55P03")
+TRANSIENT_PREFIXES = (*CONFLICT, "08", "57P")
+CONNECT_RETRYABLE = ("starting up", "shutting down", "in recovery", "too many clients")
+"""A ``FATAL`` refusal at connect that passes on its own; others (password, no such database,
+``pg_hba.conf``) need a person."""
+
+
+class PostgreSQLDialect(Dialect):
+    name = "postgresql"
+    product = "PostgreSQL"
+    drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
+    migration_lock_sql = (
+        "SELECT pg_advisory_lock(hashtext(:name))",
+        "SELECT pg_advisory_unlock(hashtext(:name))",
+    )
+
+    def engine_options(self) -> dict[str, Any]:
+        return {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
+
+    def server_time_query(self) -> str:
+        return "SELECT clock_timestamp() AT TIME ZONE 'UTC'"
+
+    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+        """``ON CONFLICT``, because a failed insert would abort the whole transaction."""
+        return postgresql.insert(table).values(rows).on_conflict_do_nothing()
+
+    def is_transient(self, error: sa_exc.DBAPIError) -> bool:
+        if lost_connection(error):
+            return True
+        code = _sqlstate(error)
+        if code is None:  # psycopg failed to connect: no session, so no SQLSTATE
+            return isinstance(error, sa_exc.OperationalError) and not _refused(error)
+        return code.startswith(TRANSIENT_PREFIXES)
+
+    def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
+        return not error.connection_invalidated and _sqlstate(error) in CONFLICT
+
+
+def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
+    code = getattr(error.orig, "sqlstate", None)
+    return code if isinstance(code, str) and code else None
+
+
+def _refused(error: sa_exc.DBAPIError) -> bool:
+    """The server answered the connection attempt with a refusal that will not pass."""
+    message = str(error.orig)
+    return "FATAL" in message and not any(reason in message for reason in CONNECT_RETRYABLE)

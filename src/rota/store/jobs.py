@@ -1,0 +1,274 @@
+"""A job's life in SQL: enqueue, claim, finish, lease upkeep, rescue, cancel, retry, prune.
+
+Every state change is a compare-and-set: an UPDATE whose WHERE names the state (and the lease
+owner) it expects, so a late worker or a second rescuer changes nothing and learns so from the
+row count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, delete, select, true, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob
+from rota.core.transitions import Transition
+from rota.store.cluster import read_paused
+from rota.store.database import Database
+from rota.store.rows import RUNNING, WAITING, errors_json, job_values, to_job
+
+
+class SqlJobs:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.table = database.schema.jobs
+
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
+    ) -> list[int]:
+        rows = [job_values(job, now) for job in jobs]
+        if connection is not None:
+            with self.database.translate_errors():
+                return self._insert_all(connection, rows)
+        # Repeating an insert whose commit may have landed would queue the jobs twice.
+        return self.database.transaction(
+            lambda conn: self._insert_all(conn, rows), idempotent=False
+        )
+
+    def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
+        plain = [row for row in rows if row["unique_key"] is None]
+        inserted = self.database.dialect.insert_ids(connection, self.table, plain) if plain else []
+        ids = dict(zip((id(row) for row in plain), inserted, strict=True))
+        for row in rows:
+            if row["unique_key"] is not None:
+                ids[id(row)] = self._insert_unique(connection, row)
+        return [ids[id(row)] for row in rows]
+
+    def _insert_unique(self, connection: Connection, row: dict[str, Any]) -> int:
+        """Insert unless a pending or running job holds the key; either way return its id.
+
+        The unique index decides under concurrency: a racing insert waits for the winner's
+        commit and then skips, so both callers read the same id.
+        """
+        table = self.table
+        connection.execute(self.database.dialect.insert_ignoring_duplicates(table, [row]))
+        query = select(table.c.id).where(
+            table.c.task == row["task"], table.c.unique_key == row["unique_key"]
+        )
+        return int(connection.execute(query).scalar_one())
+
+    def claim_query(
+        self, queues: Sequence[str], tasks: Sequence[str], limit: int, now: datetime
+    ) -> Select[Any]:
+        """The candidate query of ``claim``, exposed so tests can EXPLAIN it."""
+        jobs = self.table
+        queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
+        query = (
+            select(jobs)
+            .where(
+                jobs.c.state == JobState.PENDING.value,
+                queue_match,
+                jobs.c.run_at <= now,
+                jobs.c.task.in_(tasks),
+            )
+            .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
+            .limit(limit)
+        )
+        return self.database.dialect.lock_for_claim(query)
+
+    def claim(
+        self,
+        worker_id: str,
+        queues: Sequence[str],
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[Job]:
+        if limit <= 0 or not queues or not tasks:
+            return []
+        values = {
+            "state": RUNNING,
+            "started_at": now,
+            "lease_owner": worker_id,
+            "lease_until": lease_until,
+        }
+
+        def work(connection: Connection) -> list[Job]:
+            paused = read_paused(connection, self.database.schema.queues)
+            open_queues = [queue for queue in queues if queue not in paused]
+            if not open_queues:
+                return []
+            candidates = self.claim_query(open_queues, tasks, limit, now)
+            claimed = self.database.dialect.claim(connection, self.table, candidates, values)
+            return [to_job(row) for row in claimed]
+
+        return self.database.transaction(work)
+
+    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
+        jobs = self.table
+        held = and_(jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id)
+        return self.database.transaction(lambda conn: self._apply(conn, transitions, held, now))
+
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
+        jobs = self.table
+        expired = and_(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+        return self.database.transaction(lambda conn: self._apply(conn, transitions, expired, now))
+
+    def _apply(
+        self,
+        connection: Connection,
+        transitions: Sequence[Transition],
+        guard: ColumnElement[bool],
+        now: datetime,
+    ) -> int:
+        """Successes share one UPDATE; every other transition writes its own row."""
+        jobs = self.table
+        released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
+        finished = {**released, "unique_key": None}
+        applied = 0
+        succeeded = [t.job_id for t in transitions if t.target is JobState.SUCCEEDED]
+        if succeeded:
+            applied += connection.execute(
+                update(jobs)
+                .where(jobs.c.id.in_(succeeded), guard)
+                .values(state=JobState.SUCCEEDED.value, finished_at=now, **finished)
+            ).rowcount
+        for t in transitions:
+            if t.target is JobState.SUCCEEDED:
+                continue
+            values: dict[str, Any] = {
+                "state": t.target.value,
+                "attempt": t.attempt,
+                **(finished if t.finishes else released),
+            }
+            if t.finishes:
+                values["finished_at"] = t.at
+            if t.run_at is not None:
+                values["run_at"] = t.run_at
+            if t.errors is not None:
+                values["errors"] = errors_json(t.errors)
+            applied += connection.execute(
+                update(jobs).where(jobs.c.id == t.job_id, guard).values(values)
+            ).rowcount
+        return applied
+
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+    ) -> tuple[set[int], set[int]]:
+        jobs, workers = self.table, self.database.schema.workers
+
+        def work(connection: Connection) -> tuple[set[int], set[int]]:
+            connection.execute(
+                update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
+            )
+            if not job_ids:
+                return set(), set()
+            held = and_(
+                jobs.c.id.in_(job_ids), jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id
+            )
+            connection.execute(update(jobs).where(held).values(lease_until=lease_until))
+            rows = connection.execute(select(jobs.c.id, jobs.c.cancel_requested).where(held))
+            still_held: set[int] = set()
+            cancel: set[int] = set()
+            for job_id, cancel_requested in rows:
+                still_held.add(job_id)
+                if cancel_requested:
+                    cancel.add(job_id)
+            return cancel, set(job_ids) - still_held
+
+        return self.database.transaction(work)
+
+    def expired_leases(self, now: datetime, limit: int) -> list[Job]:
+        jobs = self.table
+        query = (
+            select(jobs)
+            .where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+            .order_by(jobs.c.lease_until)
+            .limit(limit)
+        )
+        return [to_job(row._mapping) for row in self.database.fetch(query)]
+
+    def cancel(self, job_id: int, now: datetime) -> bool | None:
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
+        jobs = self.table
+
+        def work(connection: Connection) -> bool | None:
+            pending = and_(jobs.c.id == job_id, jobs.c.state.in_(WAITING))
+            if connection.execute(
+                update(jobs)
+                .where(pending)
+                .values(state=JobState.CANCELLED.value, finished_at=now, unique_key=None)
+            ).rowcount:
+                return True
+            running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
+            if connection.execute(
+                update(jobs).where(running).values(cancel_requested=true())
+            ).rowcount:
+                return True
+            return self._exists(connection, job_id)
+
+        return self.database.transaction(work, idempotent=False)
+
+    def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:
+        """Move a job from ``source`` to ``target`` if it is still there (``pause``/``resume``);
+        ``None`` when there is no such job."""
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
+        jobs = self.table
+
+        def work(connection: Connection) -> bool | None:
+            moved = connection.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.state == source.value)
+                .values(state=target.value)
+            ).rowcount
+            return True if moved else self._exists(connection, job_id)
+
+        return self.database.transaction(work)
+
+    def _exists(self, connection: Connection, job_id: int) -> bool | None:
+        """``False`` (found, in another state) or ``None`` (no such job): what a compare-and-set
+        that changed nothing answers."""
+        found = connection.execute(select(self.table.c.id).where(self.table.c.id == job_id))
+        return False if found.first() is not None else None
+
+    def retry(self, transition: Transition) -> bool:
+        jobs = self.table
+        statement = (
+            update(jobs)
+            .where(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
+            .values(
+                state=transition.target.value,
+                attempt=transition.attempt,
+                run_at=transition.run_at,
+                finished_at=None,
+                cancel_requested=False,
+            )
+        )
+        return bool(self.database.write(statement, idempotent=False))
+
+    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` jobs in ``states`` that finished before ``before``, oldest
+        first, in one short transaction."""
+        jobs = self.table
+        oldest = (
+            select(jobs.c.id)
+            .where(jobs.c.finished_at < before, jobs.c.state.in_([s.value for s in states]))
+            .order_by(jobs.c.finished_at)
+            .limit(limit)
+        )
+
+        def work(connection: Connection) -> int:
+            ids = list(connection.execute(oldest).scalars())
+            if ids:
+                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+            return len(ids)
+
+        return self.database.transaction(work)

@@ -1,0 +1,158 @@
+"""Rows to rota's value types and back: jobs, workers and schedules, as every store module reads
+and writes them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from rota.core import payload
+from rota.core.model import (
+    DEFAULT_QUEUE,
+    AttemptError,
+    Job,
+    JobState,
+    NewJob,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    ScheduleState,
+    WorkerInfo,
+)
+from rota.errors import InvalidArguments
+
+RUNNING = JobState.RUNNING.value
+WAITING = (JobState.PENDING.value, JobState.PAUSED.value)
+"""States whose jobs have yet to run: pending, or paused by hand or with their queue."""
+
+
+def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
+    """The row of a job about to be written: pending, no attempt yet."""
+    return {
+        "task": job.task,
+        "queue": job.queue,
+        "priority": job.priority,
+        "state": JobState.PENDING.value,
+        "payload": job.payload,
+        "attempt": 0,
+        "max_attempts": job.max_attempts,
+        "run_at": job.run_at,
+        "created_at": now,
+        "cancel_requested": False,
+        "schedule": job.schedule,
+        "scheduled_at": job.scheduled_at,
+        "unique_key": job.unique_key,
+    }
+
+
+def to_job(data: Mapping[Any, Any]) -> Job:
+    """A job row; arguments that cannot be read leave the job listed, with ``payload_error``."""
+    try:
+        args, kwargs, trace = payload.decode(data["payload"])
+        unreadable = None
+    except InvalidArguments as error:
+        args, kwargs, trace, unreadable = (), {}, None, str(error)
+    errors = tuple(AttemptError.from_json(item) for item in json.loads(data["errors"] or "[]"))
+    return Job(
+        id=data["id"],
+        task=data["task"],
+        queue=data["queue"],
+        args=args,
+        kwargs=kwargs,
+        state=JobState(data["state"]),
+        attempt=data["attempt"],
+        max_attempts=data["max_attempts"],
+        priority=data["priority"],
+        run_at=data["run_at"],
+        created_at=data["created_at"],
+        started_at=data["started_at"],
+        finished_at=data["finished_at"],
+        schedule=data["schedule"],
+        scheduled_at=data["scheduled_at"],
+        errors=errors,
+        lease_owner=data["lease_owner"],
+        lease_until=data["lease_until"],
+        cancel_requested=bool(data["cancel_requested"]),
+        unique_key=data["unique_key"],
+        trace=trace,
+        payload_error=unreadable,
+    )
+
+
+def errors_json(errors: Sequence[AttemptError]) -> str:
+    return json.dumps([error.to_json() for error in errors], ensure_ascii=False)
+
+
+def worker_values(worker: WorkerInfo) -> dict[str, Any]:
+    """Queues and each task's queue are JSON, so a worker registers in one row."""
+    return {
+        "id": worker.id,
+        "host": worker.host,
+        "pid": worker.pid,
+        "queues": json.dumps(list(worker.queues)),
+        "tasks": json.dumps(
+            {task: worker.task_queues.get(task, DEFAULT_QUEUE) for task in worker.tasks}
+        ),
+        "concurrency": worker.concurrency,
+        "started_at": worker.started_at,
+        "heartbeat_at": worker.heartbeat_at,
+    }
+
+
+def to_worker(data: Mapping[Any, Any]) -> WorkerInfo:
+    task_queues: dict[str, str] = json.loads(data["tasks"])
+    return WorkerInfo(
+        id=data["id"],
+        host=data["host"],
+        pid=data["pid"],
+        queues=tuple(json.loads(data["queues"])),
+        tasks=tuple(task_queues),
+        task_queues=task_queues,
+        concurrency=data["concurrency"],
+        started_at=data["started_at"],
+        heartbeat_at=data["heartbeat_at"],
+    )
+
+
+def schedule_definition(spec: ScheduleSpec) -> dict[str, Any]:
+    """The columns code or ``Rota.schedule()`` owns; the rest is run state."""
+    return {
+        "name": spec.name,
+        "task": spec.task,
+        "cron": spec.cron,
+        "tz": spec.tz,
+        "payload": spec.payload,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "source": spec.source.value,
+    }
+
+
+def to_schedule(data: Mapping[Any, Any]) -> Schedule:
+    spec = ScheduleSpec(
+        name=data["name"],
+        task=data["task"],
+        cron=data["cron"],
+        tz=data["tz"],
+        payload=data["payload"],
+        queue=data["queue"],
+        priority=data["priority"],
+        source=ScheduleSource(data["source"]),
+    )
+    return Schedule(
+        spec=spec,
+        state=ScheduleState(data["state"]),
+        next_run_at=data["next_run_at"],
+        last_run_at=data["last_run_at"],
+        created_at=data["created_at"],
+        updated_at=data["updated_at"],
+    )
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """Aggregates lose the column type on some drivers; read them back as aware UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=timezone.utc)
