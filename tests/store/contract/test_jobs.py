@@ -1,0 +1,267 @@
+"""A job's life through the protocol: enqueue, claim, complete, heartbeat, rescue, cancel,
+pause, retry, prune, and what inspection counts."""
+
+from __future__ import annotations
+
+import random
+import threading
+from datetime import timedelta
+
+import pytest
+
+from rota.core.backoff import RetryPolicy
+from rota.core.model import JobState
+from rota.core.transitions import OutcomeKind, manual_retry, rescue
+from rota.errors import InvalidArguments
+from rota.store import Store
+from tests.conftest import START, Database
+from tests.store.contract.support import LEASE, claim, claimed, new, outcome, state
+
+SECOND = timedelta(seconds=1)
+
+
+def test_enqueue_returns_ids_in_the_order_given_even_in_bulk(store: Store) -> None:
+    ids = store.enqueue([new(priority=n) for n in range(2500)], START)
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 2500
+    priorities = [job.priority for i in ids[::500] if (job := store.job(i)) is not None]
+    assert priorities == [0, 500, 1000, 1500, 2000]
+
+
+def test_enqueue_reuses_the_live_job_of_a_unique_key_per_task(store: Store) -> None:
+    first, again, other_task = store.enqueue(
+        [new(unique_key="k"), new(unique_key="k"), new("u", unique_key="k")], START
+    )
+    assert again == first and other_task != first
+    store.complete("w1", [outcome(claimed(store, first), OutcomeKind.SUCCEEDED)], START)
+    (after,) = store.enqueue([new(unique_key="k")], START)
+    assert after != first, "a finished job frees its key"
+
+
+def test_claim_takes_due_jobs_by_priority_then_run_at(store: Store) -> None:
+    late, early, urgent, future = store.enqueue(
+        [
+            new(at=START - SECOND),
+            new(at=START - 5 * SECOND),
+            new(priority=-1),
+            new(at=START + SECOND),
+        ],
+        START,
+    )
+    assert claim(store, limit=2) == [urgent, early]
+    assert claim(store) == [late]
+    assert claim(store) == []
+    assert claim(store, now=START + SECOND) == [future]
+
+
+def test_claim_only_takes_known_tasks_and_queues(store: Store) -> None:
+    mine, other_task, other_queue = store.enqueue(
+        [new("t"), new("unknown"), new("t", queue="mail")], START
+    )
+    assert claim(store) == [mine]
+    assert claim(store, queues=("default", "mail")) == [other_queue]
+    assert claim(store, tasks=("t", "unknown")) == [other_task]
+    assert store.claim("w1", [], ["t"], 5, START, START + LEASE) == []
+    assert store.claim("w1", ["default"], ["t"], 0, START, START + LEASE) == []
+
+
+def test_claim_marks_running_with_a_lease_and_counts_the_attempt(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], START)
+    (job,) = store.claim("w1", ["default"], ["t"], 5, START, START + LEASE)
+    assert (job.id, job.state, job.attempt, job.lease_owner) == (job_id, JobState.RUNNING, 1, "w1")
+    assert (job.started_at, job.lease_until) == (START, START + LEASE)
+    assert store.job(job_id) == job
+
+
+def test_concurrent_claimers_never_receive_the_same_job(store: Store) -> None:
+    ids = store.enqueue([new() for _ in range(60)], START)
+    taken: dict[str, list[int]] = {"w1": [], "w2": [], "w3": []}
+    start = threading.Barrier(len(taken))
+
+    def take(worker: str) -> None:
+        start.wait()
+        while got := claim(store, worker, limit=4):
+            taken[worker] += got
+
+    threads = [threading.Thread(target=take, args=(worker,)) for worker in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [job_id for got in taken.values() for job_id in got]
+    assert sorted(every) == ids, "each job claimed once, none left behind"
+
+
+def test_paused_queues_are_skipped_by_claim_until_resumed(store: Store) -> None:
+    mail, default = store.enqueue([new(queue="mail"), new()], START)
+    assert store.set_queues_paused(["mail", "mail"], True, START) == ["mail"]
+    assert store.set_queues_paused(["mail"], True, START) == [], "already paused"
+    assert store.paused_queues() == {"mail"}
+    assert claim(store, queues=("mail", "default")) == [default]
+    assert claim(store, queues=("mail",)) == []
+    assert store.set_queues_paused(["mail", "other"], False, START) == ["mail"]
+    assert store.paused_queues() == set()
+    assert claim(store, queues=("mail",)) == [mail]
+
+
+def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], START)
+    done = outcome(claimed(store, job_id), OutcomeKind.SUCCEEDED)
+    assert store.complete("zombie", [done], START) == 0
+    assert state(store, job_id) is JobState.RUNNING
+    assert store.complete("w1", [done], START) == 1
+    finished = store.job(job_id)
+    assert finished is not None
+    assert (finished.state, finished.lease_owner, finished.finished_at) == (
+        JobState.SUCCEEDED,
+        None,
+        START,
+    )
+    assert store.complete("w1", [done], START) == 0, "a final state is never left"
+
+
+def test_complete_writes_a_failure_with_its_error(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], START)
+    failed = outcome(claimed(store, job_id), OutcomeKind.FAILED)
+    assert store.complete("w1", [failed], START) == 1
+    job = store.job(job_id)
+    assert job is not None and job.state is JobState.FAILED
+    assert [(error.attempt, error.message) for error in job.errors] == [(1, "boom")]
+
+
+def test_heartbeat_renews_leases_and_reports_cancel_requests_and_lost_jobs(store: Store) -> None:
+    keep, cancel_me, lost = store.enqueue([new(), new(), new("lost")], START)
+    assert sorted(claim(store, tasks=("t", "lost"))) == [keep, cancel_me, lost]
+    assert store.cancel(cancel_me, START) is True
+    # ``lost`` is rescued by another process and claimed by another worker.
+    late = START + LEASE + SECOND
+    [expired] = [job for job in store.expired_leases(late, 10) if job.id == lost]
+    assert store.rescue([rescue(expired, late, RetryPolicy(), random.Random(0))], late) == 1
+    assert claim(store, "w2", now=late, tasks=("lost",)) == [lost]
+    cancel, gone = store.heartbeat("w1", [keep, cancel_me, lost], late, late + LEASE)
+    assert (cancel, gone) == ({cancel_me}, {lost})
+    renewed = store.job(keep)
+    assert renewed is not None and renewed.lease_until == late + LEASE
+    assert store.heartbeat("w1", [], late, late + LEASE) == (set(), set())
+
+
+def test_expired_leases_are_rescued_once_and_the_late_worker_changes_nothing(
+    store: Store,
+) -> None:
+    (job_id,) = store.enqueue([new(max_attempts=3)], START)
+    job = claimed(store, job_id)
+    assert store.expired_leases(START + LEASE, 10) == []
+    after = START + LEASE + SECOND
+    (expired,) = store.expired_leases(after, 10)
+    back = rescue(expired, after, RetryPolicy(), random.Random(0))
+    assert store.rescue([back], after) == 1
+    assert store.rescue([back], after) == 0
+    rescued = store.job(job_id)
+    assert rescued is not None
+    assert (rescued.state, rescued.attempt, rescued.lease_owner) == (JobState.PENDING, 1, None)
+    assert rescued.errors[-1].code == "LEASE_EXPIRED"
+    assert store.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, after)], after) == 0
+    (again,) = store.claim("w2", ["default"], ["t"], 5, after, after + LEASE)
+    assert again.attempt == 2
+
+
+def test_cancel_answers_for_pending_paused_running_finished_and_missing(store: Store) -> None:
+    pending, paused, running = store.enqueue([new(), new(), new(at=START - SECOND)], START)
+    assert claim(store, limit=1) == [running]
+    assert store.set_job_state(paused, JobState.PENDING, JobState.PAUSED) is True
+    assert store.cancel(pending, START) is True
+    assert store.cancel(paused, START) is True
+    assert (state(store, pending), state(store, paused)) == (JobState.CANCELLED,) * 2
+    assert store.cancel(running, START) is True
+    still = store.job(running)
+    assert still is not None and still.state is JobState.RUNNING and still.cancel_requested
+    assert store.cancel(pending, START) is False
+    assert store.cancel(10**9, START) is None
+    assert store.cancel(2**70, START) is None, "past any BIGINT id"
+
+
+def test_set_job_state_moves_only_from_the_source_state(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], START)
+    assert store.set_job_state(job_id, JobState.PENDING, JobState.PAUSED) is True
+    assert store.set_job_state(job_id, JobState.PENDING, JobState.PAUSED) is False
+    assert claim(store) == [], "a paused job is never claimed"
+    assert store.set_job_state(job_id, JobState.PAUSED, JobState.PENDING) is True
+    assert store.set_job_state(10**9, JobState.PENDING, JobState.PAUSED) is None
+    assert store.set_job_state(0, JobState.PENDING, JobState.PAUSED) is None
+    assert claim(store) == [job_id]
+
+
+def test_retry_brings_a_final_job_back_once(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], START)
+    store.complete("w1", [outcome(claimed(store, job_id), OutcomeKind.FAILED)], START)
+    failed = store.job(job_id)
+    assert failed is not None
+    again = manual_retry(failed, START + SECOND)
+    assert store.retry(again) is True
+    assert store.retry(again) is False, "no longer failed"
+    job = store.job(job_id)
+    assert job is not None
+    assert (job.state, job.attempt, job.run_at, job.finished_at) == (
+        JobState.PENDING,
+        0,
+        START + SECOND,
+        None,
+    )
+    assert len(job.errors) == 1, "the history is kept"
+
+
+def test_prune_deletes_finished_jobs_of_the_states_before_the_cutoff(store: Store) -> None:
+    done, failed, old_done, waiting = store.enqueue(
+        [new("done"), new("failed"), new("old"), new("waiting")], START
+    )
+    store.complete("w1", [outcome(claimed(store, old_done), OutcomeKind.SUCCEEDED)], START)
+    later = START + timedelta(hours=1)
+    finished = outcome(claimed(store, done, now=later), OutcomeKind.SUCCEEDED, later)
+    store.complete("w1", [finished], later)
+    store.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
+    cutoff = START + SECOND
+    assert store.prune([JobState.SUCCEEDED], cutoff, 10) == 1
+    assert store.job(old_done) is None
+    assert store.prune([JobState.SUCCEEDED, JobState.FAILED], later + SECOND, 1) == 1
+    assert store.prune([JobState.SUCCEEDED, JobState.FAILED], later + SECOND, 10) == 1
+    assert [job.id for job in store.jobs(limit=None)] == [waiting], "pending jobs stay"
+
+
+def test_jobs_lists_newest_first_with_filters(store: Store) -> None:
+    a, b, c = store.enqueue([new(), new("u"), new(queue="mail")], START)
+    claimed(store, a)
+    assert [job.id for job in store.jobs()] == [c, b, a]
+    assert [job.id for job in store.jobs(limit=2)] == [c, b]
+    assert [job.id for job in store.jobs(states=(JobState.RUNNING,))] == [a]
+    assert [job.id for job in store.jobs(task="u")] == [b]
+    assert [job.id for job in store.jobs(queue="mail")] == [c]
+    assert store.job(10**9) is None and store.job(0) is None
+
+
+def test_counts_per_state_queue_and_task(store: Store) -> None:
+    store.enqueue([new(), new(), new(queue="mail"), new(at=START - SECOND)], START)
+    claim(store, limit=1)
+    counts = store.counts()
+    assert (counts.by_state["running"], counts.by_state["pending"], counts.total) == (1, 3, 4)
+    assert counts.by_state[JobState.FAILED] == 0
+    assert {queue: states["pending"] for queue, states in counts.by_queue.items()} == {
+        "default": 2,
+        "mail": 1,
+    }
+    assert counts.by_queue["default"]["running"] == 1
+    assert {task: states["pending"] for task, states in counts.by_task.items()} == {"t": 3}
+
+
+def test_waiting_queues_hold_pending_or_paused_jobs(store: Store) -> None:
+    mail, _, running = store.enqueue([new(queue="mail"), new(queue="bulk"), new(queue="x")], START)
+    store.set_job_state(mail, JobState.PENDING, JobState.PAUSED)
+    claimed(store, running)
+    assert store.waiting_queues() == {"mail", "bulk"}
+
+
+def test_a_value_the_database_refuses_is_invalid_arguments(store: Store, db: Database) -> None:
+    if db.backend == "sqlite":
+        pytest.skip("SQLite keeps any integer of 64 bits in an INTEGER column")
+    with pytest.raises(InvalidArguments, match="refused a value"):
+        store.enqueue([new(), new(priority=2**40)], START)
+    assert store.jobs() == [], "all or none"

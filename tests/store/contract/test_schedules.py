@@ -1,0 +1,181 @@
+"""The ScheduleStore contract: upsert by name, due and next, firing each tick exactly once,
+pause/resume/cancel/disable, and the statistics read from the jobs table."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+from rota.core.model import NewJob, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.transitions import OutcomeKind
+from rota.store import ScheduleStore, Store
+from tests.conftest import START
+from tests.store.contract.support import EMPTY, claimed, new, outcome
+
+MINUTE = timedelta(minutes=1)
+ACTIVE, PAUSED = ScheduleState.ACTIVE, ScheduleState.PAUSED
+DISABLED, CANCELLED = ScheduleState.DISABLED, ScheduleState.CANCELLED
+
+
+def spec(name: str = "nightly", cron: str = "0 3 * * *", tz: str = "UTC") -> ScheduleSpec:
+    return ScheduleSpec(
+        name=name,
+        task="t",
+        cron=cron,
+        tz=tz,
+        payload=EMPTY,
+        queue="default",
+        priority=0,
+        source=ScheduleSource.CODE,
+    )
+
+
+def tick(at: datetime = START, name: str = "nightly") -> list[NewJob]:
+    """The job of one tick, as the scheduler builds it."""
+    return [new(schedule=name, scheduled_at=at)]
+
+
+def test_upsert_creates_by_name_and_never_a_second_row(schedules: ScheduleStore) -> None:
+    created = schedules.upsert(spec(), START + MINUTE, START)
+    assert (created.name, created.state, created.next_run_at) == ("nightly", ACTIVE, START + MINUTE)
+    again = schedules.upsert(spec(), START + 5 * MINUTE, START + MINUTE)
+    assert again == created, "an unchanged definition changes nothing, its next run included"
+    assert [s.name for s in schedules.all()] == ["nightly"]
+    assert schedules.get("nightly") == created
+    assert schedules.get("missing") is None
+
+
+def test_a_changed_cron_or_zone_restarts_at_the_first_run_given(schedules: ScheduleStore) -> None:
+    schedules.upsert(spec(), START + MINUTE, START)
+    changed = schedules.upsert(spec(cron="0 4 * * *"), START + 2 * MINUTE, START)
+    assert (changed.spec.cron, changed.next_run_at) == ("0 4 * * *", START + 2 * MINUTE)
+    zoned = schedules.upsert(spec(cron="0 4 * * *", tz="Asia/Shanghai"), START + 3 * MINUTE, START)
+    assert (zoned.spec.tz, zoned.next_run_at) == ("Asia/Shanghai", START + 3 * MINUTE)
+
+
+def test_upsert_keeps_paused_and_cancelled_but_brings_back_disabled(
+    schedules: ScheduleStore,
+) -> None:
+    for name in ("paused", "cancelled", "disabled"):
+        schedules.upsert(spec(name), START + MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,))
+    schedules.set_state("cancelled", CANCELLED, (ACTIVE,))
+    assert schedules.disable(["disabled"], START) == 1
+    back = {
+        name: schedules.upsert(spec(name), START + 9 * MINUTE, START)
+        for name in ("paused", "cancelled", "disabled")
+    }
+    assert {name: s.state for name, s in back.items()} == {
+        "paused": PAUSED,
+        "cancelled": CANCELLED,
+        "disabled": ACTIVE,
+    }
+    assert back["disabled"].next_run_at == START + 9 * MINUTE
+
+
+def test_due_lists_active_schedules_whose_time_came_earliest_first(
+    schedules: ScheduleStore,
+) -> None:
+    schedules.upsert(spec("late"), START, START)
+    schedules.upsert(spec("early"), START - MINUTE, START)
+    schedules.upsert(spec("future"), START + MINUTE, START)
+    schedules.upsert(spec("paused"), START - 2 * MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,))
+    assert [s.name for s in schedules.due(START, 10)] == ["early", "late"]
+    assert [s.name for s in schedules.due(START, 1)] == ["early"]
+    assert schedules.next_due() == START - MINUTE
+    assert [s.name for s in schedules.all((PAUSED,))] == ["paused"]
+    assert [s.name for s in schedules.all()] == ["early", "future", "late", "paused"]
+
+
+def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: ScheduleStore) -> None:
+    schedule = schedules.upsert(spec(), START, START)
+    assert schedules.fire(schedule, START + MINUTE, tick(), START)
+    fired = schedules.get("nightly")
+    assert fired is not None and (fired.next_run_at, fired.last_run_at) == (START + MINUTE, START)
+    assert schedules.fire(schedule, START + MINUTE, tick(), START) is False
+    assert [(j.schedule, j.scheduled_at) for j in store.jobs()] == [("nightly", START)]
+    assert schedules.next_due() == START + MINUTE
+
+
+def test_concurrent_fires_of_one_tick_enqueue_one_job(
+    store: Store, schedules: ScheduleStore
+) -> None:
+    schedule = schedules.upsert(spec(), START, START)
+    results: list[bool] = []
+    start = threading.Barrier(4)
+
+    def fire() -> None:
+        start.wait()
+        results.append(schedules.fire(schedule, START + MINUTE, tick(), START))
+
+    threads = [threading.Thread(target=fire) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [False, False, False, True]
+    assert len(store.jobs()) == 1
+
+
+def test_a_tick_whose_job_exists_is_skipped_but_the_schedule_advances(
+    store: Store, schedules: ScheduleStore
+) -> None:
+    schedule = schedules.upsert(spec(), START, START)
+    store.enqueue(tick(), START)  # another instance's job of the same tick
+    assert schedules.fire(schedule, START + MINUTE, tick(), START)
+    assert len(store.jobs()) == 1
+    assert schedules.next_due() == START + MINUTE
+
+
+def test_set_state_moves_one_or_all_from_the_sources_given(schedules: ScheduleStore) -> None:
+    for name in ("a", "b", "c"):
+        schedules.upsert(spec(name), START, START)
+    assert schedules.set_state("a", PAUSED, (ACTIVE,)) == 1
+    assert schedules.set_state("a", PAUSED, (ACTIVE,)) == 0
+    assert schedules.set_state("missing", PAUSED, (ACTIVE,)) == 0
+    assert schedules.set_state(None, PAUSED, (ACTIVE,)) == 2
+    assert schedules.set_state(None, CANCELLED, (ACTIVE, PAUSED)) == 3
+    assert {s.state for s in schedules.all()} == {CANCELLED}
+
+
+def test_resume_restarts_paused_schedules_at_their_next_run(schedules: ScheduleStore) -> None:
+    schedules.upsert(spec("paused"), START - MINUTE, START)
+    schedules.upsert(spec("active"), START - MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,))
+    later = START + 10 * MINUTE
+    resumed = schedules.resume({"paused": later, "active": later, "missing": later}, START)
+    assert resumed == 1
+    paused, active = schedules.get("paused"), schedules.get("active")
+    assert paused is not None and (paused.state, paused.next_run_at) == (ACTIVE, later)
+    assert active is not None and active.next_run_at == START - MINUTE, "not paused: untouched"
+
+
+def test_disable_retires_live_schedules_only(schedules: ScheduleStore) -> None:
+    for name in ("a", "b", "gone"):
+        schedules.upsert(spec(name), START, START)
+    schedules.set_state("gone", CANCELLED, (ACTIVE,))
+    schedules.set_state("b", PAUSED, (ACTIVE,))
+    assert schedules.disable([], START) == 0
+    assert schedules.disable(["a", "b", "gone", "missing"], START) == 2
+    assert [s.name for s in schedules.all((DISABLED,))] == ["a", "b"]
+    assert schedules.due(START, 10) == []
+
+
+def test_stats_count_runs_failures_and_running_jobs_per_schedule(
+    store: Store, schedules: ScheduleStore
+) -> None:
+    ok, bad, running, _waiting = store.enqueue(
+        [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(4)], START
+    )
+    store.enqueue([new("other")], START)
+    store.complete("w1", [outcome(claimed(store, ok), OutcomeKind.SUCCEEDED)], START)
+    later = START + MINUTE
+    store.complete(
+        "w1", [outcome(claimed(store, bad, now=later), OutcomeKind.FAILED, later)], later
+    )
+    claimed(store, running, now=later + MINUTE)
+    stats = schedules.stats()
+    assert list(stats) == ["s"]
+    assert stats["s"].runs == 3 and stats["s"].failures == 1 and stats["s"].running == 1
+    assert stats["s"].last_run == later + MINUTE
