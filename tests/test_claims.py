@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import BigInteger, Column, MetaData, Table, func, insert, select, text, update
 
 from rota import JobContext, Rota
@@ -18,6 +19,7 @@ JOBS = 5_000
 HISTORY_ROW = NewJob(task="noop", payload='{"v":1,"args":[],"kwargs":{}}', run_at=START)
 
 
+@pytest.mark.slow
 def test_four_workers_run_every_job_exactly_once(
     db: Database, make_rota: Callable[..., Rota], clock: FakeClock
 ) -> None:

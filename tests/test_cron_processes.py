@@ -19,6 +19,8 @@ from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(240)
 def test_two_workers_run_each_minute_once(mariadb: Database) -> None:

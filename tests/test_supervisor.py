@@ -12,11 +12,15 @@ from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 from rota import JobState, Rota
 from tests.conftest import Database
 from tests.helpers import sql_store, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
 
 
 def test_supervised_workers_are_replaced_and_stop_together(

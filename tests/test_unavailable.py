@@ -25,6 +25,7 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["mysql", "postgresql"])
 def test_unreachable_database_is_retried_then_reported_without_the_password(
     scheme: str, caplog: pytest.LogCaptureFixture

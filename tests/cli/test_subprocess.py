@@ -8,11 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rota import JobContext, Rota
 from rota.testing import FakeClock
 from tests.cli.test_inspect import PASSWORD, closed_port
 from tests.conftest import START
 from tests.helpers import sql_store
+
+pytestmark = pytest.mark.slow
 
 
 def rota_command(*arguments: str) -> subprocess.CompletedProcess[str]:

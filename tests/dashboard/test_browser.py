@@ -52,9 +52,12 @@ def _missing() -> str | None:
 
 
 MISSING = _missing()
-pytestmark = pytest.mark.skipif(
-    MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
+    ),
+]
 
 
 @contextmanager

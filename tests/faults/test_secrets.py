@@ -295,6 +295,7 @@ def test_errors_do_not_show_the_password(account: Account, logs: Everything) -> 
     assert_hidden(account, texts, logs)
 
 
+@pytest.mark.slow
 def test_rota_check_and_the_cli_do_not_show_the_password(
     account: Account, logs: Everything
 ) -> None:
