@@ -18,9 +18,8 @@ from rota.testing import FakeClock
 def sql_store(rota: Rota) -> SqlStore:
     """The SQL store behind ``rota``, for a test that reaches below the ``Store`` protocol.
 
-    Tests take only its ``engine``, ``schema``, ``dialect`` and SQL-building methods through
-    here, so that this is the one place to change when those move (onto a database object of
-    the SQL store).
+    Tests take only its ``engine``, ``schema`` and ``claim_query`` through here, so that this
+    is the one place to change when those move.
     """
     store = rota.store
     assert isinstance(store, SqlStore), f"{type(store).__name__} is not the SQL store"
