@@ -64,7 +64,7 @@ def fire_in_lockstep(
                 fire_due(
                     instance.store.schedules,
                     instance.registry,
-                    instance._scheduler_settings(),
+                    instance._life.scheduler_settings(),
                     instance.events,
                     instance.clock.now(),
                 )

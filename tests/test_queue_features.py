@@ -6,7 +6,6 @@ import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -59,20 +58,22 @@ def test_a_worker_claims_only_from_its_queues(make_rota: Callable[..., Rota]) ->
     @rota.task(queue="mail")
     def mail(ctx: JobContext) -> None: ...
 
-    rota.config = replace(rota.config, worker_queues=("mail",))
     other, mine = rota.queue(work), rota.queue(mail)
 
     async def scenario() -> None:
-        async with rota:
+        await rota.start(queues=("mail",))
+        try:
             await eventually(lambda: rota.job(mine).state.value == "succeeded")
             await asyncio.sleep(0.2)  # several polls
             assert rota.job(other).state.value == "pending"
+        finally:
+            await rota.stop()
 
     asyncio.run(scenario())
 
 
-def test_lower_priority_first_then_run_at(rota: Rota, clock: FakeClock) -> None:
-    rota.config = replace(rota.config, concurrency=1)
+def test_lower_priority_first_then_run_at(make_rota: Callable[..., Rota], clock: FakeClock) -> None:
+    rota = make_rota(concurrency=1)
     order: list[str] = []
 
     @rota.task

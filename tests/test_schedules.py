@@ -107,8 +107,8 @@ def test_three_instances_enqueue_exactly_one_job_per_tick(
         @instance.task(name="every_minute", cron="* * * * *")
         def every_minute(ctx: JobContext) -> None: ...
 
-        instance._ensure_ready()
-        instance._sync_schedules()
+        instance._life.ensure_ready()
+        instance._schedules.sync_code()
     fire_in_lockstep(instances, clock, 1000, MINUTE)
     ticks = [tick for _, tick in scheduled_jobs(instances[0])]
     assert len(ticks) == 1001

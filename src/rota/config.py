@@ -6,14 +6,33 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import timedelta
+from typing import TypedDict
 
-from rota.core import values
+from rota.core import payload, values
 from rota.core.names import check_name
 from rota.errors import ConfigError
 from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
+
+
+class Settings(TypedDict, total=False):
+    """The keywords of ``Rota(...)`` that are ``RotaConfig`` fields; the defaults are there."""
+
+    concurrency: int
+    catchup_missed: bool
+    max_missed_runs: int
+    misfire_grace: float
+    table_prefix: str
+    auto_migrate: bool
+    poll_interval: float
+    lease_seconds: float
+    connect_timeout: float
+    max_payload_bytes: int
+    queues: Mapping[str, int] | None
+    succeeded_retention: timedelta | float
+    failed_retention: timedelta | float
 
 
 @dataclass(frozen=True)
@@ -30,11 +49,9 @@ class RotaConfig:
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
-    max_payload_bytes: int = 1024 * 1024
+    max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES
     queues: Mapping[str, int] | None = None
     """Queues with a concurrency of their own; a worker then serves exactly these."""
-    worker_queues: tuple[str, ...] | None = None
-    """The queues this process's worker serves (``rota worker --queues``); default: all."""
     succeeded_retention: timedelta = timedelta(days=7)
     failed_retention: timedelta = timedelta(days=30)
     """Retention periods: a ``timedelta``, or a number of seconds (stored as a ``timedelta``)."""

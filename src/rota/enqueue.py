@@ -1,12 +1,27 @@
-"""Enqueue: one job request, with exactly the arguments and options of ``Rota.queue``."""
+"""A ``queue()`` request and how it becomes a row.
+
+``Enqueue`` holds exactly the arguments and options of ``Rota.queue``; ``build`` resolves its
+task, binds and checks the arguments and works out queue, priority, unique key and ``run_at``.
+All of it is pure but for the one lookup of the queue a live worker registered a task under,
+for a task known here only by name, which the caller passes in.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from rota.errors import InvalidArguments
+from rota.core import payload, values
+from rota.core.model import DEFAULT_QUEUE, NewJob, WorkerInfo
+from rota.core.names import check_name
+from rota.errors import InvalidArguments, StoreError
+from rota.tasks import Handler, TaskDefinition, TaskRegistry
+
+logger = logging.getLogger("rota")
 
 
 class Enqueue:
@@ -45,3 +60,92 @@ class Enqueue:
 
     def __repr__(self) -> str:
         return f"Enqueue({self.task!r}, args={self.args!r}, kwargs={self.kwargs!r})"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The task a request names: its name, its definition here if any, the queue it goes to."""
+
+    name: str
+    definition: TaskDefinition | None
+    queue: str
+
+
+def resolve(
+    task: str | Handler, registry: TaskRegistry, live: Callable[[], Iterable[WorkerInfo]]
+) -> Target:
+    """A registered handler or name, or a name only another service defines: then its jobs go
+    to the queue a ``live`` worker registered it under, else (or if that cannot be read) to
+    ``default``."""
+    definition = registry.find(task) if isinstance(task, str) else registry.by_handler(task)
+    if definition is not None:
+        return Target(definition.name, definition, definition.queue)
+    name = check_name("task", task, InvalidArguments)
+    try:
+        queue = next((w.task_queues[name] for w in live() if name in w.task_queues), None)
+    except StoreError:
+        queue = None
+    if queue is None:
+        logger.warning(
+            "task %r is not registered here nor by any live worker; the job will wait",
+            name,
+            extra={"event": "job.unknown_task", "task": name},
+        )
+    return Target(name, None, queue or DEFAULT_QUEUE)
+
+
+def build(
+    requests: Sequence[Enqueue],
+    targets: Callable[[str | Handler], Target],
+    now: datetime,
+    max_payload_bytes: int,
+    trace: str | None = None,
+) -> list[NewJob]:
+    """Every request checked and turned into a row, or an ``InvalidArguments`` for the first
+    that cannot be: nothing is written for a batch with one bad request."""
+    return [
+        _job(request, targets(request.task), now, max_payload_bytes, trace) for request in requests
+    ]
+
+
+def _job(
+    request: Enqueue, target: Target, now: datetime, max_payload_bytes: int, trace: str | None
+) -> NewJob:
+    definition = target.definition
+    if definition is not None:
+        definition.check_arguments(request.args, request.kwargs)
+    if request.priority is not None:
+        values.check_priority(request.priority, InvalidArguments)
+    if request.queue is not None:
+        check_name("queue", request.queue, InvalidArguments)
+    encoded = payload.encode(request.args, request.kwargs, max_bytes=max_payload_bytes, trace=trace)
+    unique_key = request.unique_key
+    if unique_key is None and definition is not None and definition.unique:
+        unique_key = f"{target.name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
+    if unique_key is not None:
+        check_name("unique_key", unique_key, InvalidArguments)
+    return NewJob(
+        task=target.name,
+        payload=encoded,
+        run_at=run_at(request, now),
+        queue=target.queue if request.queue is None else request.queue,
+        priority=request.priority if request.priority is not None else _priority(definition),
+        max_attempts=definition.policy.max_attempts if definition else None,
+        unique_key=unique_key,
+    )
+
+
+def _priority(definition: TaskDefinition | None) -> int:
+    return definition.priority if definition is not None else 0
+
+
+def run_at(request: Enqueue, now: datetime) -> datetime:
+    if request.delay is not None and request.run_at is not None:
+        raise InvalidArguments("give delay or run_at, not both")
+    if request.run_at is not None:
+        return values.moment(request.run_at, InvalidArguments, "run_at")
+    return now if request.delay is None else values.later(now, request.delay, InvalidArguments)
+
+
+def task_names(requests: Sequence[Enqueue]) -> list[str]:
+    return [r.task if isinstance(r.task, str) else r.task.__name__ for r in requests]

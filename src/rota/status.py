@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from rota.core.model import Job, JobState, JobStatus, Schedule, ScheduleState, ScheduleStats
+from rota.store.base import Store
 
 
 def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
@@ -38,3 +39,17 @@ def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
         runs=job.attempt,
         failures=len(job.errors),
     )
+
+
+def statuses(store: Store, limit: int | None) -> list[JobStatus]:
+    """A status per schedule (disabled ones aside), then per pending, paused or running job,
+    newest first: every one of them, or the newest ``limit`` jobs."""
+    shown = (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
+    schedules = store.schedules.all(shown)
+    stats = store.schedules.stats() if schedules else {}
+    live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
+    active = store.jobs(states=live, limit=limit) if limit != 0 else []
+    paused = store.paused_queues() if active else set()
+    return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
+        job_status(job, paused) for job in active
+    ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from rota.core import values
 from rota.core.backoff import RetryPolicy
+from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
@@ -60,6 +61,8 @@ class TaskDefinition:
         object.__setattr__(self, "signature", signature)
         object.__setattr__(self, "takes_context", bool(signature.parameters))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
+        if self.cron is not None:
+            Cron(self.cron, self.tz)
         if self.cron is not None and self.argument_problem((), {}) is not None:
             raise ConfigError(
                 f"task {self.name!r} has a cron schedule, so its handler is called with no "
@@ -95,6 +98,21 @@ class TaskDefinition:
         if not self.takes_context:
             return self.handler()
         return self.handler(ctx, *args, **kwargs)
+
+
+class TaskOptions(TypedDict, total=False):
+    """``@rota.task`` keywords: ``TaskDefinition``'s fields, whose defaults apply."""
+
+    name: str
+    cron: str | None
+    tz: str
+    retries: int
+    retry_delay: float
+    retry_cap: float
+    timeout: float | None
+    queue: str
+    priority: int
+    unique: bool
 
 
 class TaskRegistry:
@@ -134,6 +152,3 @@ class TaskRegistry:
 
     def __iter__(self) -> Iterator[TaskDefinition]:
         return iter(self._tasks.values())
-
-    def __len__(self) -> int:
-        return len(self._tasks)

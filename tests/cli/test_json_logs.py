@@ -150,7 +150,7 @@ def test_a_worker_that_crashes_logs_its_traceback_in_one_json_line(tmp_path: Pat
     app.write_text(
         "from rota import Rota\n\n"
         "class Buggy(Rota):\n"
-        "    def run(self, grace=30.0):\n"
+        "    def run(self, grace=30.0, **served):\n"
         "        raise RuntimeError('a bug in the worker')\n\n"
         f"rota = Buggy('sqlite:///{tmp_path}/jobs.db', log_format='json')\n"
     )

@@ -21,7 +21,6 @@ What this module proves, on every backend wherever a database is involved:
 from __future__ import annotations
 
 import asyncio
-import inspect as pyinspect
 import itertools
 import json
 import logging
@@ -42,6 +41,7 @@ from sqlalchemy import inspect
 
 from rota import Enqueue, JobContext, Rota, TaskDefinition
 from rota.cli import main
+from rota.config import RotaConfig
 from rota.core import payload
 from rota.core.cron import Cron
 from rota.core.model import JobState, ScheduleState
@@ -285,7 +285,7 @@ def test_arguments_over_the_limit_are_refused_with_their_size_and_nothing_is_wri
 def test_the_default_limit_is_one_mebibyte(rota: Rota) -> None:
     limit = 1024 * 1024
     assert limit == payload.DEFAULT_MAX_PAYLOAD_BYTES
-    assert pyinspect.signature(Rota).parameters["max_payload_bytes"].default == limit
+    assert RotaConfig.max_payload_bytes == limit, "the one place the default is written"
     assert rota.config.max_payload_bytes == limit
 
     @rota.task
@@ -599,7 +599,7 @@ def test_names_every_backend_cannot_keep_exactly_are_refused(
     @rota.task
     def invoice(ctx: JobContext, value: str) -> None: ...
 
-    rota._ensure_ready()
+    rota._life.ensure_ready()
     with pytest.raises(ConfigError):
         rota.define_task(TaskDefinition(name=name, handler=lambda: None))
     with pytest.raises(ConfigError):

@@ -117,7 +117,7 @@ def app(mariadb: Database, clock: FakeClock) -> Iterator[Rota]:
     def every_minute(ctx: JobContext) -> None:
         """A schedule whose tick insert can be made to fail."""
 
-    rota._ensure_ready()
+    rota._life.ensure_ready()
     yield rota
     sql_store(rota).engine.dispose()
 

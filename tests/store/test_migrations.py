@@ -108,7 +108,7 @@ def test_a_schema_from_a_newer_release_is_left_alone(db: Database) -> None:
     for auto_migrate in (True, False):
         rota = Rota(db.url, table_prefix=db.prefix, auto_migrate=auto_migrate)
         assert rota.jobs() == []
-        rota.store.engine.dispose()
+        rota.store.dispose()
 
 
 def test_without_auto_migrate_a_missing_or_old_schema_says_to_run_rota_migrate(
@@ -134,7 +134,7 @@ def test_without_auto_migrate_a_missing_or_old_schema_says_to_run_rota_migrate(
         _migrate_command(db)
         assert rota.jobs() == []
     finally:
-        rota.store.engine.dispose()
+        rota.store.dispose()
 
 
 def test_mysql_ddl_for_a_dba_to_review() -> None:
@@ -187,7 +187,7 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
     old = Rota(db.url, table_prefix=db.prefix, auto_migrate=False)
     with pytest.raises(RotaError, match="run `rota migrate`"):
         old.jobs()
-    old.store.engine.dispose()
+    old.store.dispose()
 
     rota = Rota(db.url, table_prefix=db.prefix)
     rota.define_task(TaskDefinition(name="invoice", handler=lambda ctx: None))
@@ -204,5 +204,5 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
             if index["name"] == f"uq_{db.prefix}jobs_unique_key"
         ]
     assert index["column_names"] == ["task", "unique_key"] and index["unique"]
-    rota.store.engine.dispose()
+    rota.store.dispose()
     engine.dispose()

@@ -7,7 +7,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import replace
 from datetime import timedelta
 
 import click
@@ -17,6 +16,7 @@ from rota.cli.loading import load_app
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
+from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import head_revision, open_store, upgrade_sql
 
@@ -117,13 +117,9 @@ def worker(
             child += ["--queues", queues]
         sys.exit(supervise(child, processes, grace=grace))
     watch_supervisor()
-    if concurrency is not None:
-        rota.config = replace(rota.config, concurrency=concurrency)
-    if queues:
-        served = tuple(name.strip() for name in queues.split(",") if name.strip())
-        rota.config = replace(rota.config, worker_queues=served)
+    served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
-        rota.run(grace=grace)
+        rota.run(grace=grace, queues=served, concurrency=concurrency)
     except Exception as error:
         if log_format != "json":
             if isinstance(error, RotaError):
@@ -200,11 +196,7 @@ def exit_despite_stuck_handlers() -> None:
 )
 def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days: float) -> None:
     """Delete finished jobs older than their retention, in small batches."""
+    retention = Retention(timedelta(days=succeeded_days), timedelta(days=failed_days))
     with connected(url, table_prefix) as rota:
-        rota.config = replace(
-            rota.config,
-            succeeded_retention=timedelta(days=succeeded_days),
-            failed_retention=timedelta(days=failed_days),
-        )
-        pruned = rota.prune()
+        pruned = prune_finished(rota.store, retention, rota.clock.now())
     click.echo(f"pruned {pruned} finished job(s)")

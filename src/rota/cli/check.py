@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.console import RenderableType
 
-from rota.app import LIVE_WORKER_WINDOW, Rota
+from rota.app import Rota
 from rota.cli.common import (
     build_rota,
     database_options,
@@ -22,7 +22,7 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
-from rota.core.model import Stranded, WorkerInfo
+from rota.core.model import LIVE_WORKER_WINDOW, Stranded, WorkerInfo
 from rota.display import NONE, span
 from rota.errors import ConfigError, RotaError
 from rota.store import head_revision

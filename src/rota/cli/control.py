@@ -11,9 +11,9 @@ import re
 
 import click
 
-from rota.app import LIVE_WORKER_WINDOW, Rota
+from rota.app import Rota
 from rota.cli.common import JobId, connected, database_options, fail, job_id
-from rota.core.model import JobState, Schedule, ScheduleState
+from rota.core.model import LIVE_WORKER_WINDOW, JobState, Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
 

@@ -32,8 +32,16 @@ class RetryPolicy:
         return self.retries + 1
 
 
+def doubling(first: float, limit: float, failures: int) -> float:
+    """``first`` after the first failure, doubled after each further one, at most ``limit``.
+
+    The one back-off of rota: job retries, database errors in the worker's loops, waiting for
+    an unreachable database, and repeating a transaction after a deadlock all use it.
+    """
+    exponent = min(max(failures - 1, 0), 1000)
+    return float(min(limit, first * 2.0**exponent))
+
+
 def retry_delay(policy: RetryPolicy, attempt: int, rng: random.Random) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1-based) before the next one."""
-    exponent = min(max(attempt - 1, 0), 1000)
-    base = min(policy.cap, policy.delay * 2.0**exponent)
-    return base * (1.0 - policy.jitter * rng.random())
+    return doubling(policy.delay, policy.cap, attempt) * (1.0 - policy.jitter * rng.random())

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
 DEFAULT_QUEUE = "default"
+LIVE_WORKER_WINDOW = timedelta(minutes=2)
+"""A worker whose heartbeat is older than this is taken for dead: its tasks and queues no
+longer count as served (``rota check``, the dashboard, jobs queued by name)."""
 MAX_JOB_ID = 2**63 - 1
 """Ids are positive 64-bit integers (``BIGINT``); a larger number names no job."""
 

@@ -18,9 +18,10 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlencode
 
-from rota.app import LIVE_WORKER_WINDOW, Rota
+from rota.app import Rota
 from rota.core.cron import Cron, zone
 from rota.core.model import (
+    LIVE_WORKER_WINDOW,
     MAX_JOB_ID,
     Job,
     JobState,

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from rota.core.backoff import doubling
 from rota.core.clock import Clock, SystemClock, offset
 from rota.errors import DatabaseUnavailable, StoreError
 from rota.store.base import Store
@@ -29,18 +30,17 @@ class DatabaseWait:
     timeout: float | None
     """Seconds before giving up; ``None`` waits for as long as it takes."""
     failures: int = 0
-    delay: float = FIRST_DELAY
     started: float = field(default_factory=time.monotonic)
 
     def failed(self, error: StoreError) -> float:
         """Log the failed attempt and return the pause before the next one, or give up."""
         self.failures += 1
+        delay = doubling(FIRST_DELAY, MAX_DELAY, self.failures)
         waited = time.monotonic() - self.started
-        if self.timeout is not None and waited + self.delay > self.timeout:
+        if self.timeout is not None and waited + delay > self.timeout:
             raise DatabaseUnavailable(
                 f"cannot reach the {self.where} after {self.timeout} s: {error}"
             ) from error
-        delay, self.delay = self.delay, min(self.delay * 2, MAX_DELAY)
         logger.warning(
             "cannot reach the %s (%s); retrying in %.1f s",
             self.where,

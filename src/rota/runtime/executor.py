@@ -16,9 +16,10 @@ from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
-from rota.errors import InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
+from rota.errors import ExecutionFailed, InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
+from rota.runtime.timer import Timer
 from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
@@ -48,6 +49,7 @@ class Executor:
         rng: random.Random | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
+        self.timer = Timer(clock)
         self.telemetry = telemetry
         self.registry = registry
         self.clock = clock
@@ -82,23 +84,29 @@ class Executor:
         self.events.job("job.started", job)
         started = time.monotonic()
         runner, thread = self._start(definition, ctx, job)
-        done, _ = await asyncio.wait(
-            {runner, interrupt}, timeout=definition.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        timeout = self.timer.after(definition.timeout) if definition.timeout else None
+        try:
+            done, _ = await asyncio.wait(
+                {runner, interrupt, *([timeout] if timeout else [])},
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            if timeout is not None:
+                timeout.cancel()
         duration = time.monotonic() - started
         if runner in done:
             outcome, raised = self._result(job, runner)
             return Finished(self._decide(job, outcome, duration, span, raised), None)
         ctx.cancelled.set()
         leftover = _cancel(runner, thread)
-        timeout: JobTimeout | None = None
+        timed_out: JobTimeout | None = None
         if interrupt in done:
             kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
             outcome = Outcome(kind)
         else:
-            timeout = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
-            outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timeout))
-        return Finished(self._decide(job, outcome, duration, span, timeout), leftover)
+            timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
+            outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timed_out))
+        return Finished(self._decide(job, outcome, duration, span, timed_out), leftover)
 
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
@@ -121,7 +129,7 @@ class Executor:
 
     def _error(self, job: Job, exc: BaseException) -> AttemptError:
         shown = exc.__cause__ if isinstance(exc, HandlerExit) and exc.__cause__ else exc
-        code = shown.code if isinstance(shown, RotaError) else "EXECUTION_FAILED"
+        code = shown.code if isinstance(shown, RotaError) else ExecutionFailed.code
         formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
         return AttemptError(
             attempt=job.attempt,

@@ -8,24 +8,24 @@ interval, to notice schedules added, paused or resumed elsewhere).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core.clock import Clock
 from rota.core.cron import Cron
-from rota.core.model import NewJob, Schedule, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.model import NewJob, Schedule
 from rota.core.planner import plan
 from rota.errors import RotaError, StoreError
 from rota.observe.events import EventLog
-from rota.runtime.worker import Backoff
+from rota.runtime.backoff import LoopBackoff
+from rota.runtime.timer import Timer
 from rota.store.base import ScheduleStore
-from rota.tasks import TaskDefinition, TaskRegistry
+from rota.tasks import TaskRegistry
 
-LIVE_STATES = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
+MAX_BACKOFF = 30.0
 
 
 @dataclass(frozen=True)
@@ -35,49 +35,6 @@ class SchedulerSettings:
     max_missed_runs: int = 1
     poll_interval: float = 0.5
     batch: int = 100
-
-
-def code_spec(definition: TaskDefinition, payload: str) -> ScheduleSpec:
-    assert definition.cron is not None
-    return ScheduleSpec(
-        name=definition.name,
-        task=definition.name,
-        cron=definition.cron,
-        tz=definition.tz,
-        payload=payload,
-        queue=definition.queue,
-        priority=definition.priority,
-        source=ScheduleSource.CODE,
-    )
-
-
-def sync_code_schedules(
-    store: ScheduleStore,
-    specs: Iterable[ScheduleSpec],
-    own_tasks: Iterable[str],
-    live_tasks: Iterable[str],
-    now: datetime,
-) -> list[str]:
-    """Upsert the schedules code defines; disable code schedules code no longer defines.
-
-    A code schedule is left alone when its task belongs to another live service sharing the
-    database (a live worker registers it and this process does not).  Returns the names
-    disabled.
-    """
-    defined = set()
-    for spec in specs:
-        store.upsert(spec, Cron(spec.cron, spec.tz).first_run(now), now)
-        defined.add(spec.name)
-    mine, elsewhere = set(own_tasks), set(live_tasks) - set(own_tasks)
-    stale = [
-        schedule.name
-        for schedule in store.all(LIVE_STATES)
-        if schedule.spec.source is ScheduleSource.CODE
-        and schedule.name not in defined
-        and (schedule.spec.task in mine or schedule.spec.task not in elsewhere)
-    ]
-    store.disable(stale, now)
-    return stale
 
 
 def fire_due(
@@ -166,6 +123,7 @@ class Scheduler:
         self._on_fired = on_fired
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
+        self._timer = Timer(clock)
         self._task: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
@@ -182,7 +140,7 @@ class Scheduler:
             await self._task
 
     async def _run(self) -> None:
-        backoff = Backoff(30.0, loop_name="scheduler")
+        backoff = LoopBackoff("scheduler", MAX_BACKOFF)
         while not self._stopping.is_set():
             try:
                 delay = await self._pass()
@@ -192,8 +150,7 @@ class Scheduler:
             self._wake.clear()
             if self._stopping.is_set():
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+            await self._timer.wait(self._wake, delay)
 
     async def _pass(self) -> float:
         now = self.clock.now()

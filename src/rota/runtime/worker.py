@@ -1,8 +1,10 @@
 """The worker: claim due jobs up to the free slots, run them, report in batches, keep leases.
 
-Four loops share one process: *claim* (adaptive polling, woken early by a freed slot or a local
-enqueue), *report* (writes finished attempts in one transaction per batch), *heartbeat* (renews
-leases, notices cancellations) and *rescue* (returns jobs of dead workers to ``pending``).
+One execution path serves ``Rota.start()`` and ``Rota.drain()``: *claim* (adaptive polling,
+woken early by a freed slot or a local enqueue) launches jobs into per-pool slots, each attempt
+runs in the executor, and *report* writes finished attempts in one transaction per batch while
+the upkeep loops renew leases and notice cancellations.  ``drain`` runs the same steps without
+registering or polling, and ends once no due job is left and none is running.
 """
 
 from __future__ import annotations
@@ -13,21 +15,24 @@ import logging
 import os
 import socket
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, TypeVar
 
-from rota.core.model import Job, WorkerInfo
+from rota.core.model import DrainResult, Job, JobState, WorkerInfo
 from rota.core.transitions import Transition, lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
-from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
-from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
+from rota.runtime.backoff import LoopBackoff
+from rota.runtime.executor import SHUTDOWN, Executor
+from rota.runtime.maintenance import Retention
+from rota.runtime.upkeep import Upkeep
 from rota.store.base import Store
 
 T = TypeVar("T")
 FINAL_REPORT_ATTEMPTS = 8
+RESCUE_BATCH = 1_000
 logger = logging.getLogger("rota.worker")
 
 
@@ -72,38 +77,6 @@ class Running:
     """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
 
 
-@dataclass
-class Backoff:
-    """Doubling delay after consecutive database errors, reset by a success."""
-
-    limit: float
-    failures: int = 0
-    loop_name: str = field(default="")
-
-    def failed(self, error: StoreError) -> float:
-        self.failures += 1
-        delay = min(self.limit, 0.1 * 2.0**self.failures)
-        logger.warning(
-            "database error in %s loop (%s: %s); retrying in %.1f s",
-            self.loop_name,
-            error.code,
-            error,
-            delay,
-            extra={"event": "worker.db_error", "error_code": error.code},
-        )
-        return delay
-
-    def succeeded(self) -> None:
-        if self.failures:
-            logger.info(
-                "database calls of the %s loop work again after %d failure(s)",
-                self.loop_name,
-                self.failures,
-                extra={"event": "worker.db_recovered"},
-            )
-            self.failures = 0
-
-
 class Worker:
     def __init__(
         self,
@@ -119,10 +92,22 @@ class Worker:
         self.events = events
         self._db = db_call
         self.clock = executor.clock
+        self.timer = executor.timer
         self.id = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.upkeep = Upkeep(
+            self.id,
+            store,
+            executor,
+            events,
+            db_call,
+            self.timer,
+            settings.lease_seconds,
+            settings.max_backoff,
+        )
         self._running: dict[int, Running] = {}
         self._busy = [0] * len(settings.pools)
         self._unreported: list[Transition] = []
+        self._outcomes: Counter[JobState] = Counter()
         self._wake = asyncio.Event()
         self._report_wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -131,6 +116,7 @@ class Worker:
         self._claim_loop: asyncio.Task[None] | None = None
         self._report_loop: asyncio.Task[None] | None = None
         self._closing = False
+        self._draining = False
         self._grace_over = False
 
     @property
@@ -164,10 +150,52 @@ class Worker:
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self._reporting(), name="rota-report")
         self._loops = [
-            asyncio.create_task(self._heartbeating(), name="rota-heartbeat"),
-            asyncio.create_task(self._rescuing(), name="rota-rescue"),
-            asyncio.create_task(self._pruning(), name="rota-prune"),
+            self._heartbeat_loop(),
+            asyncio.create_task(
+                self.upkeep.rescuing(
+                    self.settings.poll_interval, self.settings.rescue_batch, self._wake.set
+                ),
+                name="rota-rescue",
+            ),
+            asyncio.create_task(
+                self.upkeep.pruning(self.settings.prune_interval, self.settings.retention),
+                name="rota-prune",
+            ),
         ]
+
+    async def drain(self) -> DrainResult:
+        """Run every due job, as a started worker would, until none is due and none runs.
+
+        Jobs whose lease expired by the clock's ``now`` are rescued first.  Leases are renewed
+        while jobs run, so a long drained job is never taken over by another worker.  A retry
+        whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
+        """
+        self._draining = True
+        self._outcomes.clear()
+        await self.upkeep.rescue_once(RESCUE_BATCH)
+        heartbeat = self._heartbeat_loop()
+        try:
+            while True:
+                claimed = await self._claim_free()
+                if claimed:
+                    continue
+                if self._running:
+                    self._wake.clear()
+                    await self._wake.wait()
+                elif self._unreported:
+                    await self._flush()
+                else:
+                    break
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+        outcomes = self._outcomes
+        return DrainResult(
+            succeeded=outcomes[JobState.SUCCEEDED],
+            failed=outcomes[JobState.FAILED],
+            retried=outcomes[JobState.PENDING],
+            cancelled=outcomes[JobState.CANCELLED],
+        )
 
     async def stop(self, grace: float) -> None:
         """Stop claiming, give running jobs ``grace`` seconds, release the rest unspent."""
@@ -198,39 +226,40 @@ class Worker:
 
     async def _until_settled(self, timeout: float | None) -> None:
         """Wait until every running attempt has an outcome (a stuck thread may still run)."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while self._running:
-            self._settled.clear()
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and (remaining <= 0 or self._grace_over):
-                return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._settled.wait(), remaining)
+        deadline = self.timer.after(timeout) if timeout is not None else None
+        try:
+            while self._running:
+                if deadline is not None and (deadline.done() or self._grace_over):
+                    return
+                self._settled.clear()
+                settled = asyncio.ensure_future(self._settled.wait())
+                await asyncio.wait(
+                    {settled, *([deadline] if deadline else [])}, return_when="FIRST_COMPLETED"
+                )
+                settled.cancel()
+        finally:
+            if deadline is not None:
+                deadline.cancel()
+
+    def _heartbeat_loop(self) -> asyncio.Task[None]:
+        held = lambda: {*self._running, *(t.job_id for t in self._unreported)}  # noqa: E731
+        return asyncio.create_task(
+            self.upkeep.heartbeating(held, self._interrupt), name="rota-heartbeat"
+        )
 
     async def _claiming(self) -> None:
         """Poll every ``busy_poll`` while claims find work, doubling up to ``poll_interval``
         while they find none; with no free slot, wait for one."""
-        backoff = Backoff(self.settings.max_backoff, loop_name="claim")
+        backoff = LoopBackoff("claim", self.settings.max_backoff)
         idle_wait = self.settings.busy_poll
         while not self._stopping.is_set():
             wait: float | None = None
-            open_pools = [
-                (index, pool.limit - self._busy[index])
-                for index, pool in enumerate(self.settings.pools)
-                if self._busy[index] < pool.limit
-            ]
-            if open_pools:
-                claimed = 0
+            if self._has_free_slot():
                 try:
-                    for index, free in open_pools:
-                        jobs = await self._claim(self.settings.pools[index].queues, free)
-                        for job in jobs:
-                            self._launch(job, index)
-                        claimed += len(jobs)
+                    claimed = await self._claim_free()
                     backoff.succeeded()
                 except StoreError as error:
-                    idle_wait = backoff.failed(error)
+                    claimed, idle_wait = 0, backoff.failed(error)
                 if claimed:
                     wait = idle_wait = self.settings.busy_poll
                 else:
@@ -238,15 +267,28 @@ class Worker:
             self._wake.clear()
             if self._stopping.is_set():
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+            await self.timer.wait(self._wake, wait)
 
-    async def _claim(self, queues: tuple[str, ...], limit: int) -> list[Job]:
-        now = self.clock.now()
-        until = lease_until(now, self.settings.lease_seconds)
-        claimed: list[Job] = await self._db(
-            self.store.claim, self.id, queues, self.tasks, limit, now, until
+    def _has_free_slot(self) -> bool:
+        return any(
+            busy < pool.limit for busy, pool in zip(self._busy, self.settings.pools, strict=True)
         )
+
+    async def _claim_free(self) -> int:
+        """Claim due jobs for every pool's free slots and launch them; how many."""
+        claimed = 0
+        for index, pool in enumerate(self.settings.pools):
+            free = pool.limit - self._busy[index]
+            if free <= 0:
+                continue
+            now = self.clock.now()
+            until = lease_until(now, self.settings.lease_seconds)
+            jobs: list[Job] = await self._db(
+                self.store.claim, self.id, pool.queues, self.tasks, free, now, until
+            )
+            for job in jobs:
+                self._launch(job, index)
+            claimed += len(jobs)
         return claimed
 
     def _launch(self, job: Job, pool: int) -> None:
@@ -265,6 +307,7 @@ class Worker:
             if finished is None:
                 return
             self._unreported.append(finished.transition)
+            self._outcomes[finished.transition.target] += 1
             self._report_wake.set()
             del self._running[run.job.id]
             self._settled.set()
@@ -275,12 +318,12 @@ class Worker:
             if self._running.pop(run.job.id, None) is not None:
                 self._settled.set()
             self._busy[run.pool] -= 1
-            if self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
+            if self._draining or self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
                 self._wake.set()
 
     async def _reporting(self) -> None:
         """The only writer of finished attempts; on stop it writes what is left, then ends."""
-        backoff = Backoff(self.settings.max_backoff, loop_name="report")
+        backoff = LoopBackoff("report", self.settings.max_backoff)
         while True:
             await self._report_wake.wait()
             self._report_wake.clear()
@@ -297,7 +340,7 @@ class Worker:
                         extra={"event": "worker.report_abandoned"},
                     )
                     return
-                await asyncio.sleep(min(delay, 2.0) if self._closing else delay)
+                await self.timer.sleep(min(delay, 2.0) if self._closing else delay)
                 self._report_wake.set()
                 continue
             if self._closing and not self._unreported:
@@ -320,72 +363,10 @@ class Worker:
                 extra={"event": "worker.lost_jobs"},
             )
 
-    async def _heartbeating(self) -> None:
-        backoff = Backoff(self.settings.max_backoff, loop_name="heartbeat")
-        while True:
-            delay = self.settings.heartbeat_interval
-            try:
-                await self._heartbeat()
-                backoff.succeeded()
-            except StoreError as error:
-                delay = min(delay, backoff.failed(error))
-            await asyncio.sleep(delay)
-
-    async def _heartbeat(self) -> None:
-        held = sorted({*self._running, *(t.job_id for t in self._unreported)})
-        now = self.clock.now()
-        until = lease_until(now, self.settings.lease_seconds)
-        cancel, lost = await self._db(self.store.heartbeat, self.id, held, now, until)
-        for job_id in cancel:
-            self._interrupt(job_id, CANCEL)
-        for job_id in lost:
-            self._interrupt(job_id, SHUTDOWN)
-            if job_id in self._running:
-                self.events.job("job.lost", self._running[job_id].job, logging.WARNING)
-
     def _interrupt(self, job_id: int, reason: str) -> None:
         run = self._running.get(job_id)
-        if run is not None and not run.interrupt.done():
-            run.interrupt.set_result(reason)
-
-    async def _rescuing(self) -> None:
-        backoff = Backoff(self.settings.max_backoff, loop_name="rescue")
-        while True:
-            delay = self.settings.poll_interval
-            try:
-                rescued = await self._db(
-                    rescue_expired,
-                    self.store,
-                    self.executor,
-                    self.events,
-                    self.clock.now(),
-                    self.settings.rescue_batch,
-                )
-                backoff.succeeded()
-                if rescued:
-                    self._wake.set()
-            except StoreError as error:
-                delay = backoff.failed(error)
-            await asyncio.sleep(delay)
-
-    async def _pruning(self) -> None:
-        backoff = Backoff(self.settings.max_backoff, loop_name="prune")
-        interval = self.settings.prune_interval
-        while True:
-            delay = interval
-            try:
-                now = self.clock.now()
-                pruned = await self._db(
-                    prune_if_leased,
-                    self.store,
-                    self.id,
-                    self.settings.retention,
-                    now,
-                    timedelta(seconds=interval * 2),
-                )
-                if pruned:
-                    self.events.emit("jobs.pruned", count=pruned)
-                backoff.succeeded()
-            except StoreError as error:
-                delay = backoff.failed(error)
-            await asyncio.sleep(delay)
+        if run is None or run.interrupt.done():
+            return
+        if reason == SHUTDOWN:
+            self.events.job("job.lost", run.job, logging.WARNING)
+        run.interrupt.set_result(reason)

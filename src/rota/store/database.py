@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import Executable, Row, Select
 from sqlalchemy.engine import URL, Connection
 
+from rota.core.backoff import doubling
 from rota.core.clock import as_utc
 from rota.errors import TransientStoreError
 from rota.store.base import ServerInfo
@@ -127,4 +128,4 @@ def may_repeat(attempt: int, elapsed: float) -> bool:
 
 def conflict_delay(attempt: int) -> float:
     """10 ms doubling per attempt, jittered so that the two sides of a deadlock drift apart."""
-    return float(0.01 * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+    return doubling(0.01, CONFLICT_BUDGET, attempt) * random.uniform(0.5, 1.5)

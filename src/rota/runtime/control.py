@@ -1,0 +1,94 @@
+"""Acting on jobs and queues: pause and resume (one job, a queue for the whole cluster, or
+everything), cancel and retry.
+
+A paused job is in its own state, ``paused``, and is never claimed.  A paused queue is a row of
+the queues table that every claim reads, so no worker anywhere claims from it; its jobs stay
+``pending`` and wait.  ``pause()`` with no id pauses every schedule and every queue known to
+this process, to a live worker or by a waiting job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rota.core.model import LIVE_WORKER_WINDOW, Job, JobState, ScheduleState
+from rota.core.names import check_name
+from rota.core.transitions import manual_retry
+from rota.errors import InvalidArguments, JobNotFound
+from rota.runtime.parts import Parts
+from rota.runtime.schedules import ScheduleControl
+
+
+class Control:
+    def __init__(
+        self,
+        parts: Parts,
+        schedules: ScheduleControl,
+        configured_queues: Sequence[str],
+    ) -> None:
+        self.store, self.registry, self.clock, self.events = parts
+        self.schedules = schedules
+        self.configured_queues = tuple(configured_queues)
+
+    def pause(self, id: int | str | None) -> bool:
+        if isinstance(id, str):
+            return bool(self.schedules.switch(id, ScheduleState.PAUSED, ScheduleState.ACTIVE))
+        if id is not None:
+            return self.job(id, JobState.PENDING, JobState.PAUSED)
+        paused = self.schedules.switch(None, ScheduleState.PAUSED, ScheduleState.ACTIVE)
+        return bool(self.queues(self._known_queues(), paused=True)) or bool(paused)
+
+    def resume(self, id: int | str | None) -> bool:
+        if id is not None and not isinstance(id, str):
+            return self.job(id, JobState.PAUSED, JobState.PENDING)
+        resumed = self.schedules.resume(id)
+        if id is not None:
+            return bool(resumed)
+        queues = self.queues(sorted(self.store.paused_queues()), paused=False)
+        return bool(queues) or bool(resumed)
+
+    def queue(self, name: str, *, paused: bool) -> bool:
+        return bool(self.queues([check_name("queue", name, InvalidArguments)], paused=paused))
+
+    def job(self, job_id: int, source: JobState, target: JobState) -> bool:
+        moved = self.store.set_job_state(job_id, source, target)
+        if moved is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        if moved:
+            self.events.emit(f"job.{target.value}", job_id=job_id)
+        return moved
+
+    def queues(self, names: Sequence[str], *, paused: bool) -> list[str]:
+        """Pause or resume these queues; the names whose state changed (each logged)."""
+        if not names:
+            return []
+        changed = self.store.set_queues_paused(names, paused, self.clock.now())
+        for name in changed:
+            self.events.emit("queue.paused" if paused else "queue.resumed", queue=name)
+        return changed
+
+    def cancel(self, id: int | str) -> bool:
+        """A pending or paused job ends ``cancelled`` at once, a running one is asked to stop
+        (at its worker's next heartbeat), a live schedule ends; ``False`` otherwise."""
+        if isinstance(id, str):
+            return self.schedules.cancel(id)
+        if not self.store.cancel(id, self.clock.now()):
+            return False
+        job = self.store.job(id)
+        if job is not None:
+            ended = job.state is JobState.CANCELLED
+            self.events.job("job.cancelled" if ended else "job.cancel_requested", job)
+        return True
+
+    def retry(self, job: Job) -> bool:
+        """A failed or cancelled job back to pending with a fresh attempt budget."""
+        if job.state not in (JobState.FAILED, JobState.CANCELLED):
+            return False
+        return self.store.retry(manual_retry(job, self.clock.now()))
+
+    def _known_queues(self) -> list[str]:
+        known = {*self.registry.queues(), *self.configured_queues, *self.store.waiting_queues()}
+        known |= {schedule.spec.queue for schedule in self.store.schedules.all()}
+        for worker in self.store.workers(self.clock.now() - LIVE_WORKER_WINDOW):
+            known |= set(worker.queues)
+        return sorted(known)

@@ -1,0 +1,289 @@
+"""The process side of a ``Rota``: reaching the database, the worker and the scheduler, their
+threads, wake-ups from local calls, signals, and ``drain``.
+
+Readiness waits out an unreachable database (``connect_timeout``, or for ever under
+``run()``) and raises a refusal (wrong password, missing schema) at once.  The worker's own
+database calls run on a small pool of threads so that the event loop never waits on a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rota.config import RotaConfig
+from rota.core.model import DrainResult
+from rota.errors import StoreError, TransientStoreError
+from rota.observe.otel import Telemetry
+from rota.runtime.connect import DatabaseWait, check_clock
+from rota.runtime.executor import Executor
+from rota.runtime.maintenance import Retention
+from rota.runtime.parts import Parts
+from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
+from rota.runtime.schedules import ScheduleControl
+from rota.runtime.worker import Pool, Worker, WorkerSettings
+from rota.store.urls import describe_url
+
+T = TypeVar("T")
+DB_THREADS = 3
+logger = logging.getLogger("rota")
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one worker process serves, when its command line narrows it (``rota worker
+    --queues``, ``--concurrency``); by default every queue of its tasks, at ``concurrency``."""
+
+    queues: tuple[str, ...] = ()
+    concurrency: int | None = None
+
+
+class Lifecycle:
+    def __init__(
+        self,
+        parts: Parts,
+        config: RotaConfig,
+        telemetry: Telemetry | None,
+        schedules: ScheduleControl,
+    ) -> None:
+        self.store, self.registry, self.clock, self.events = parts
+        self.config = config
+        self.telemetry = telemetry
+        self.schedules = schedules
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._worker: Worker | None = None
+        self._scheduler: Scheduler | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task_threads: ThreadPoolExecutor | None = None
+        self._db_threads: ThreadPoolExecutor | None = None
+        self._served = Served()
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    def ensure_ready(self) -> None:
+        """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled."""
+        if self._ready:
+            return
+        wait = DatabaseWait(describe_url(self.config.url), self.config.connect_timeout)
+        while True:
+            try:
+                self._connect_once()
+                break
+            except TransientStoreError as error:
+                time.sleep(wait.failed(error))
+        wait.succeeded()
+
+    def _connect_once(self) -> None:
+        with self._ready_lock:
+            if self._ready:
+                return
+            logger.debug("connected to %s", self.store.connect())
+            if self.config.auto_migrate:
+                self.store.migrate()
+            else:
+                self.store.require_schema()
+            self._ready = True
+
+    # -- the worker --------------------------------------------------------------------------
+
+    async def start(self, connect_timeout: float | None, served: Served | None = None) -> None:
+        """Connect, sync schedules and register the worker, all retried while the database is
+        unreachable; a permanent error (wrong password, missing schema) is raised at once."""
+        if self._worker is not None:
+            return
+        self._served = served or Served()
+        wait = DatabaseWait(describe_url(self.config.url), connect_timeout)
+        while True:
+            try:
+                await asyncio.to_thread(self._connect_once)
+                await asyncio.to_thread(self.schedules.sync_code)
+                worker = await self._start_worker()
+                break
+            except TransientStoreError as error:
+                await asyncio.sleep(wait.failed(error))
+        wait.succeeded()
+        self._worker = worker
+        self._scheduler = Scheduler(
+            self.store.schedules,
+            self.registry,
+            self.clock,
+            self.events,
+            self.scheduler_settings(),
+            self._db_call,
+            worker.notify,
+        )
+        self._scheduler.start()
+
+    async def _start_worker(self) -> Worker:
+        with contextlib.suppress(StoreError):
+            await asyncio.to_thread(check_clock, self.store, self.clock, self.config.lease_seconds)
+        self._loop = asyncio.get_running_loop()
+        self.events.bind(self._loop)
+        settings = self._worker_settings(self.pools(self._served))
+        self._task_threads = ThreadPoolExecutor(settings.concurrency, "rota-task")
+        self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
+        worker = Worker(
+            self.store, self._executor(self._task_threads), settings, self.events, self._db_call
+        )
+        try:
+            await worker.start()
+        except BaseException:
+            await self._release_threads()
+            raise
+        return worker
+
+    async def stop(self, grace: float) -> None:
+        worker, self._worker = self._worker, None
+        scheduler, self._scheduler = self._scheduler, None
+        if worker is None:
+            return
+        if scheduler is not None:
+            await scheduler.stop()
+        await worker.stop(grace)
+        await self._release_threads()
+
+    async def _release_threads(self) -> None:
+        if self._task_threads is not None:
+            self._task_threads.shutdown(wait=False, cancel_futures=True)
+        if self._db_threads is not None:
+            # A cancelled loop's last query may still run; let it return its connection.
+            await asyncio.to_thread(self._db_threads.shutdown, True)
+        self._task_threads = self._db_threads = None
+        self.events.bind(None)
+
+    async def run_until_signalled(self, grace: float, served: Served) -> None:
+        """Wait for the database for as long as it takes, unless a signal comes first.
+
+        A second signal ends the grace at once through the worker's own grace-expiry path, so
+        an interrupted job ends the same either way."""
+        stop = asyncio.Event()
+        draining: Worker | None = None
+
+        def on_signal() -> None:
+            if stop.is_set() and draining is not None:
+                logger.warning(
+                    "stopping now: interrupting running jobs without waiting for them",
+                    extra={"event": "worker.grace_skipped"},
+                )
+                draining.end_grace()
+            stop.set()
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        starting = asyncio.create_task(self.start(None, served))
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if starting.done():
+                starting.result()
+                await stopping
+                logger.info(
+                    "stopping: waiting up to %g s for running jobs; send the signal again to "
+                    "stop now",
+                    grace,
+                    extra={"event": "worker.stopping"},
+                )
+        finally:
+            for task in (starting, stopping):
+                task.cancel()
+            await asyncio.gather(starting, stopping, return_exceptions=True)
+            draining = self._worker
+            await self.stop(grace)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    # -- drain -------------------------------------------------------------------------------
+
+    async def drain(self, queue: str | None) -> DrainResult:
+        """Sync schedules, enqueue the ticks due now and run every due job, as a worker of this
+        process would (``Worker.drain``)."""
+        await asyncio.to_thread(self.ensure_ready)
+        if self._worker is None:
+            self.events.bind(asyncio.get_running_loop())
+        await asyncio.to_thread(self.schedules.sync_code)
+        await asyncio.to_thread(
+            fire_due,
+            self.store.schedules,
+            self.registry,
+            self.scheduler_settings(),
+            self.events,
+            self.clock.now(),
+        )
+        pools = (Pool((queue,), self.config.concurrency),) if queue else self.pools(Served())
+        settings = self._worker_settings(pools)
+        threads = ThreadPoolExecutor(settings.concurrency, "rota-drain")
+        try:
+            executor = self._executor(threads)
+            worker = Worker(self.store, executor, settings, self.events, asyncio.to_thread)
+            return await worker.drain()
+        finally:
+            threads.shutdown(wait=False)
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def pools(self, served: Served) -> tuple[Pool, ...]:
+        """A pool per queue given a limit in ``queues=``, one shared pool for the others."""
+        limits = self.config.queues or {}
+        queues = served.queues or (tuple(limits) if limits else tuple(self.registry.queues()))
+        own = tuple(Pool((queue,), limits[queue]) for queue in queues if queue in limits)
+        shared = tuple(queue for queue in queues if queue not in limits)
+        concurrency = served.concurrency or self.config.concurrency
+        return own + ((Pool(shared, concurrency),) if shared else ())
+
+    def retention(self) -> Retention:
+        return Retention(
+            succeeded=self.config.succeeded_retention, failed=self.config.failed_retention
+        )
+
+    def scheduler_settings(self) -> SchedulerSettings:
+        return SchedulerSettings(
+            misfire_grace=self.config.misfire_grace,
+            catchup_missed=self.config.catchup_missed,
+            max_missed_runs=self.config.max_missed_runs,
+            poll_interval=self.config.poll_interval,
+        )
+
+    def _worker_settings(self, pools: tuple[Pool, ...]) -> WorkerSettings:
+        return WorkerSettings(
+            pools=pools,
+            poll_interval=self.config.poll_interval,
+            lease_seconds=self.config.lease_seconds,
+            retention=self.retention(),
+        )
+
+    def _executor(self, threads: ThreadPoolExecutor) -> Executor:
+        return Executor(self.registry, self.clock, self.events, threads, telemetry=self.telemetry)
+
+    async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db_threads, functools.partial(function, *args))
+
+    def wake_worker(self) -> None:
+        """A job was queued or resumed here: let this process's worker look at once."""
+        worker, loop = self._worker, self._loop
+        if worker is None or loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            worker.notify()
+        else:
+            loop.call_soon_threadsafe(worker.notify)
+
+    def wake_scheduler(self) -> None:
+        scheduler, loop = self._scheduler, self._loop
+        if scheduler is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(scheduler.wake)

@@ -1,0 +1,103 @@
+"""``drain()`` is the worker's own execution path: leases renewed, cancellation seen, pools kept."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from rota import JobContext, JobState, Rota
+from rota.core.clock import SystemClock
+from tests.helpers import eventually
+
+LEASE = 0.6
+
+
+@pytest.mark.slow
+def test_a_drained_job_longer_than_the_lease_is_not_rescued_by_a_running_worker(
+    make_rota: Callable[..., Rota],
+) -> None:
+    """Without heartbeats a drained job's lease would expire and the live worker would run it
+    a second time while the first run goes on."""
+    runs: list[str] = []
+    options = {"clock": SystemClock(), "lease_seconds": LEASE, "poll_interval": 0.1}
+    drainer, live = make_rota(**options), make_rota(**options)
+    for instance, name in ((drainer, "drain"), (live, "worker")):
+
+        @instance.task(name="slow")
+        def slow(ctx: JobContext, who: str = name) -> None:
+            runs.append(who)
+            time.sleep(LEASE * 3)
+
+    job_id = drainer.queue("slow")
+
+    async def scenario() -> None:
+        draining = asyncio.ensure_future(asyncio.to_thread(drainer.drain))
+        await eventually(lambda: drainer.job(job_id).state is JobState.RUNNING)
+        async with live:  # its rescue loop looks for expired leases every poll
+            result = await draining
+            assert result.succeeded == 1
+            await asyncio.sleep(LEASE * 2)
+
+    asyncio.run(scenario())
+    job = drainer.job(job_id)
+    assert runs == ["drain"]
+    assert (job.state, job.attempt, job.errors) == (JobState.SUCCEEDED, 1, ())
+
+
+def test_drain_sees_a_cancel_of_a_running_job(make_rota: Callable[..., Rota]) -> None:
+    """The drained handler learns of the cancel from the heartbeat, as in a worker."""
+    rota = make_rota(clock=SystemClock(), lease_seconds=0.45, poll_interval=0.1)
+    started = threading.Event()
+    seen: list[bool] = []
+
+    @rota.task
+    def polite(ctx: JobContext) -> None:
+        started.set()
+        seen.append(ctx.cancelled.wait(10))
+
+    job_id = rota.queue(polite)
+
+    def cancel_once_started() -> None:
+        assert started.wait(10)
+        rota.cancel(job_id)
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    result = rota.drain()
+    canceller.join()
+    assert seen == [True]
+    assert result.cancelled == 1
+    assert rota.job(job_id).state is JobState.CANCELLED
+
+
+def test_drain_keeps_each_queues_own_concurrency(make_rota: Callable[..., Rota]) -> None:
+    rota = make_rota(queues={"default": 4, "serial": 1})
+    running: dict[str, int] = {"default": 0, "serial": 0}
+    peak: dict[str, int] = {"default": 0, "serial": 0}
+    lock = threading.Lock()
+
+    def body(queue: str) -> None:
+        with lock:
+            running[queue] += 1
+            peak[queue] = max(peak[queue], running[queue])
+        time.sleep(0.05)
+        with lock:
+            running[queue] -= 1
+
+    @rota.task(queue="serial")
+    def one_at_a_time(ctx: JobContext) -> None:
+        body("serial")
+
+    @rota.task
+    def many(ctx: JobContext) -> None:
+        body("default")
+
+    for _ in range(4):
+        rota.queue(one_at_a_time)
+        rota.queue(many)
+    assert rota.drain().succeeded == 8
+    assert peak == {"default": 4, "serial": 1}
