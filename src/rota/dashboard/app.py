@@ -1,402 +1,235 @@
-"""The dashboard's routes, its optional token login, and CSRF protection of its actions.
+"""The dashboard's routes: its pages, its actions, its login and its error pages.
 
-Security choices, and why:
-
-* Pages are rendered on the server by Jinja2 with autoescaping on, so job arguments and error
-  messages (user data) can never become markup.
-* With a ``token``, every request (pages, actions, static files, ``/metrics``) needs it, as an
-  ``Authorization: Bearer`` header or the HttpOnly, SameSite=Strict cookie ``/login`` sets.  The
-  cookie holds an HMAC derived from the token, never the token itself, so it survives a restart
-  and is useless elsewhere.
-* Every action is a POST carrying a CSRF token: the HMAC, under a per-app random secret, of a
-  random value kept in its own cookie (signed double-submit).  A page on another site can
-  neither read the cookie nor forge the HMAC.
-* Redirects after an action go only to a path inside the dashboard, never to a URL a request
-  supplies, so an action cannot become an open redirect.
+``DashboardApp`` holds one dashboard's ``Rota``, keys and templates, and its methods are the
+endpoints; ``create_app`` builds one and returns its Starlette app.  What the pages show is in
+``rota.dashboard.views``; the security choices are in ``rota.dashboard.security``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rota.app import Rota
 from rota.dashboard import views
-from rota.display import span, took, when
+from rota.dashboard.paths import base_path, here, referrer, safe_next
+from rota.dashboard.rendering import Renderer
+from rota.dashboard.security import (
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    Keys,
+    read_form,
+    set_strict_cookie,
+)
 from rota.errors import InvalidArguments, JobNotFound, RotaError, ScheduleNotFound, StoreError
 
-HERE = Path(__file__).parent
-SESSION_COOKIE = "rota_session"
-CSRF_COOKIE = "rota_csrf"
-CSRF_FIELD = "csrf_token"
-MAX_FORM_BYTES = 16_384
-MAX_FORM_FIELDS = 50
+STATIC = Path(__file__).parent / "static"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+Work = Callable[[Request, dict[str, str]], str | None]
 
 
-class Dashboard:
-    """The state one dashboard app holds: the ``Rota``, its secrets and its templates."""
+def job_id_of(request: Request) -> int:
+    """The job the path names; a path that cannot name one is a job that does not exist."""
+    job_id = views.parse_job_id(str(request.path_params["job_id"]))
+    if job_id is None:
+        raise JobNotFound(f"job {request.path_params['job_id']} does not exist")
+    return job_id
+
+
+class DashboardApp:
+    """One dashboard over ``rota``: its endpoints, and the Starlette app that routes to them."""
 
     def __init__(self, rota: Rota, token: str | None) -> None:
         self.rota = rota
-        self.token = token or None
-        self.csrf_secret = secrets.token_bytes(32)
-        self.session_value = (
-            hmac.new(self.token.encode(), b"rota-dashboard-session", hashlib.sha256).hexdigest()
-            if self.token
-            else None
-        )
-        self.templates = Environment(
-            loader=FileSystemLoader(HERE / "templates"),
-            autoescape=select_autoescape(enabled_extensions=("html",), default=True),
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-        self.templates.filters.update(when=when, age=span, took=took)
+        self.keys = Keys(token)
+        self.renderer = Renderer(self.keys)
 
-    # -- authentication ------------------------------------------------------------------------
+    # -- the guard -----------------------------------------------------------------------------
 
-    def authenticated(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        header = request.headers.get("authorization", "")
-        scheme, _, credentials = header.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            credentials.strip().encode(), self.token.encode()
-        ):
-            return True
-        cookie = request.cookies.get(SESSION_COOKIE, "")
-        assert self.session_value is not None
-        return hmac.compare_digest(cookie.encode(), self.session_value.encode())
-
-    # -- CSRF ----------------------------------------------------------------------------------
-
-    def csrf_token(self, nonce: str) -> str:
-        return hmac.new(self.csrf_secret, nonce.encode(), hashlib.sha256).hexdigest()
-
-    def csrf_valid(self, request: Request, submitted: str) -> bool:
-        nonce = request.cookies.get(CSRF_COOKIE, "")
-        if not nonce or not submitted:
-            return False
-        return hmac.compare_digest(self.csrf_token(nonce).encode(), submitted.encode())
-
-    # -- rendering -----------------------------------------------------------------------------
-
-    def render(
-        self, request: Request, template: str, context: dict[str, Any], status: int = 200
-    ) -> HTMLResponse:
-        """A page, with the CSRF token its forms embed (and the cookie it pairs with)."""
-        nonce = request.cookies.get(CSRF_COOKIE) or ""
-        fresh = not nonce
-        if fresh:
-            nonce = secrets.token_urlsafe(32)
-        base = base_path(request)
-        html = self.templates.get_template(template).render(
-            **context,
-            base=base,
-            path=request.url.path,
-            here=here(request),
-            csrf_field=CSRF_FIELD,
-            csrf_token=self.csrf_token(nonce),
-            auth_enabled=self.token is not None,
-        )
-        response = HTMLResponse(html, status_code=status)
-        response.headers.update(SECURITY_HEADERS)
-        if fresh:
-            response.set_cookie(
-                CSRF_COOKIE,
-                nonce,
-                path=base or "/",
-                httponly=True,
-                samesite="strict",
-                secure=request.url.scheme == "https",
-            )
-        return response
-
-    def error(self, request: Request, status: int, title: str, message: str) -> Response:
-        return self.render(request, "error.html", {"title": title, "message": message}, status)
-
-
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "X-Frame-Options": "DENY",
-}
-
-
-def base_path(request: Request) -> str:
-    """Where the dashboard is mounted ("" at the root), so links work under any prefix."""
-    return str(request.scope.get("root_path", "")).rstrip("/")
-
-
-def here(request: Request) -> str:
-    """This page's path and query, where an action on it redirects back to."""
-    query = request.url.query
-    return request.url.path + (f"?{query}" if query else "")
-
-
-def safe_next(request: Request, candidate: str, fallback: str) -> str:
-    """``candidate`` if it is a path inside the dashboard, else ``fallback``."""
-    base = base_path(request)
-    parts = urlsplit(candidate)
-    if parts.scheme or parts.netloc or not parts.path.startswith("/"):
-        return fallback
-    if candidate.startswith("//") or "\\" in candidate:
-        return fallback
-    if base and not (parts.path == base or parts.path.startswith(base + "/")):
-        return fallback
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-def referrer(request: Request, form_next: str, fallback: str) -> str:
-    """Where to go after an action: the form's ``next``, else a same-origin Referer."""
-    if form_next:
-        return safe_next(request, form_next, fallback)
-    referer = request.headers.get("referer", "")
-    parts = urlsplit(referer)
-    if referer and parts.netloc == request.url.netloc:
-        return safe_next(request, parts.path + (f"?{parts.query}" if parts.query else ""), fallback)
-    return fallback
-
-
-class Guard(BaseHTTPMiddleware):
-    """Requires the token (when set) on every path but ``/login``."""
-
-    def __init__(self, app: Any, dashboard: Dashboard) -> None:
-        super().__init__(app)
-        self.dashboard = dashboard
-
-    async def dispatch(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    async def guard(self, request: Request, call_next: Endpoint) -> Response:
+        """Requires the token (when set) on every path but ``/login``."""
         relative = request.url.path[len(base_path(request)) :] or "/"
-        if relative == "/login" or self.dashboard.authenticated(request):
+        if relative == "/login" or self.keys.authenticated(request):
             return await call_next(request)
         headers = {"WWW-Authenticate": 'Bearer realm="rota"'}
         if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-            response = self.dashboard.render(
+            response = self.renderer.render(
                 request, "login.html", {"next": here(request), "failed": False}, 401
             )
             response.headers.update(headers)
             return response
         return PlainTextResponse("401 Unauthorized: a dashboard token is required\n", 401, headers)
 
+    # -- pages (synchronous, so Starlette runs their database reads in its thread pool) --------
 
-def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
-    """A Starlette (ASGI) app serving the dashboard of ``rota``; mount it anywhere.
+    def page(
+        self, request: Request, template: str, build: Callable[[], dict[str, Any]]
+    ) -> Response:
+        """``template`` rendered with what ``build`` returns; a bad query is a 400 page."""
+        try:
+            context = build()
+        except views.BadQuery as error:
+            return self.renderer.error(request, 400, "Bad request", str(error))
+        return self.renderer.render(request, template, context)
 
-    >>> app.mount("/rota", create_app(rota, token=os.environ["ROTA_DASHBOARD_TOKEN"]))
-    """
-    dashboard = Dashboard(rota, token)
+    def overview(self, request: Request) -> Response:
+        return self.page(request, "overview.html", lambda: views.overview(self.rota))
 
-    def page(template: str, build: Callable[[Request], dict[str, Any]]) -> Callable[..., Any]:
-        def endpoint(request: Request) -> Response:
-            try:
-                context = build(request)
-            except views.BadQuery as error:
-                return dashboard.error(request, 400, "Bad request", str(error))
-            return dashboard.render(request, template, context)
+    def jobs(self, request: Request) -> Response:
+        def build() -> dict[str, Any]:
+            params = request.query_params
+            return views.jobs_page(
+                self.rota, views.parse_jobs_query(params, params.getlist("state"))
+            )
 
-        return endpoint
+        return self.page(request, "jobs.html", build)
 
-    def jobs_context(request: Request) -> dict[str, Any]:
-        query = views.parse_jobs_query(request.query_params, request.query_params.getlist("state"))
-        return views.jobs_page(rota, query)
-
-    def job_context(request: Request) -> dict[str, Any]:
-        job_id = views.parse_job_id(str(request.path_params["job_id"]))
-        if job_id is None:
-            raise JobNotFound(f"job {request.path_params['job_id']} does not exist")
-        return views.job_detail(rota, job_id)
-
-    def metrics(request: Request) -> Response:
-        return PlainTextResponse(
-            views.metrics(rota), media_type="text/plain; version=0.0.4; charset=utf-8"
+    def job(self, request: Request) -> Response:
+        return self.page(
+            request, "job.html", lambda: views.job_detail(self.rota, job_id_of(request))
         )
 
-    async def form_of(request: Request) -> dict[str, str]:
-        """The fields of a URL-encoded form (the only kind the dashboard's forms send).
+    def schedules(self, request: Request) -> Response:
+        return self.page(request, "schedules.html", lambda: views.schedules_page(self.rota))
 
-        The body is read up to ``MAX_FORM_BYTES`` whatever ``Content-Length`` claims, so a
-        lying or chunked request cannot make the dashboard buffer more.
+    def workers(self, request: Request) -> Response:
+        return self.page(request, "workers.html", lambda: views.workers_page(self.rota))
+
+    def metrics(self, request: Request) -> Response:
+        return PlainTextResponse(
+            views.metrics(self.rota), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action(self, work: Work, back: str) -> Endpoint:
+        """A POST endpoint: CSRF check, ``work`` (a refusal message or ``None``), redirect.
+
+        ``back``, a path inside the dashboard filled in from the path's parameters, is where the
+        redirect goes when neither the form's ``next`` nor the Referer says where.
         """
-        declared = request.headers.get("content-length", "").strip()
-        if declared and (not declared.isdigit() or not declared.isascii()):
-            raise HTTPException(400, "malformed Content-Length")
-        if declared and int(declared) > MAX_FORM_BYTES:
-            raise HTTPException(413, "form too large")
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind != "application/x-www-form-urlencoded":
-            return {}
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise HTTPException(413, "form too large")
-        text = body.decode("utf-8", errors="replace")
-        try:
-            return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
-        except ValueError:
-            raise HTTPException(413, f"a form has at most {MAX_FORM_FIELDS} fields") from None
-
-    def action(
-        work: Callable[[Request], str | None], fallback: Callable[[Request], str]
-    ) -> Callable[[Request], Awaitable[Response]]:
-        """A POST endpoint: CSRF check, ``work`` (a refusal message or ``None``), redirect."""
 
         async def endpoint(request: Request) -> Response:
-            fields = await form_of(request)
-            if not dashboard.csrf_valid(request, fields.get(CSRF_FIELD, "")):
-                return dashboard.error(
+            fields = await read_form(request)
+            if not self.keys.csrf_valid(request, fields.get(CSRF_FIELD, "")):
+                return self.renderer.error(
                     request,
                     403,
                     "Forbidden",
                     "The form's CSRF token is missing or wrong. Reload the page and try again.",
                 )
-            back = fallback(request)
-            request.state.form = fields
-            refusal = await run_in_threadpool(work, request)
+            fallback = base_path(request) + back.format_map(request.path_params)
+            refusal = await run_in_threadpool(work, request, fields)
             if refusal is not None:
-                return dashboard.error(request, 409, "Not applicable", refusal)
-            return RedirectResponse(referrer(request, fields.get("next", ""), back), 303)
+                return self.renderer.error(request, 409, "Not applicable", refusal)
+            return RedirectResponse(referrer(request, fields.get("next", ""), fallback), 303)
 
         return endpoint
 
-    def job_id_of(request: Request) -> int:
-        job_id = views.parse_job_id(str(request.path_params["job_id"]))
-        if job_id is None:
-            raise JobNotFound(f"job {request.path_params['job_id']} does not exist")
-        return job_id
-
-    def retry(request: Request) -> str | None:
+    def retry(self, request: Request, form: dict[str, str]) -> str | None:
         job_id = job_id_of(request)
-        if not rota.retry(job_id):
-            state = rota.job(job_id).state.value
+        if not self.rota.retry(job_id):
+            state = self.rota.job(job_id).state.value
             return f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
         return None
 
-    def cancel(request: Request) -> str | None:
+    def cancel(self, request: Request, form: dict[str, str]) -> str | None:
         job_id = job_id_of(request)
-        if not rota.cancel(job_id):
+        if not self.rota.cancel(job_id):
             return f"job {job_id} has already finished"
         return None
 
-    def job_switch(pause: bool) -> Callable[[Request], str | None]:
-        def work(request: Request) -> str | None:
-            job_id = job_id_of(request)
-            if not (rota.pause(job_id) if pause else rota.resume(job_id)):
-                state = rota.job(job_id).state.value
-                return f"job {job_id} is {state}: only {'pending' if pause else 'paused'} jobs"
-            return None
+    def switch_job(self, request: Request, form: dict[str, str], *, pause: bool) -> str | None:
+        job_id = job_id_of(request)
+        if not (self.rota.pause(job_id) if pause else self.rota.resume(job_id)):
+            state = self.rota.job(job_id).state.value
+            return f"job {job_id} is {state}: only {'pending' if pause else 'paused'} jobs"
+        return None
 
-        return work
-
-    def queue_switch(pause: bool) -> Callable[[Request], str | None]:
+    def switch_queue(self, request: Request, form: dict[str, str], *, pause: bool) -> str | None:
         """The queue's name comes in the form, never in the path, so no name can be a path."""
+        name = form.get("queue", "")
+        if not (self.rota.pause_queue(name) if pause else self.rota.resume_queue(name)):
+            return f"queue {name!r} is {'already' if pause else 'not'} paused"
+        return None
 
-        def work(request: Request) -> str | None:
-            name = request.state.form.get("queue", "")
-            if not (rota.pause_queue(name) if pause else rota.resume_queue(name)):
-                return f"queue {name!r} is {'already' if pause else 'not'} paused"
-            return None
+    def pause_schedule(self, request: Request, form: dict[str, str]) -> str | None:
+        name = str(request.path_params["name"])
+        return None if self.rota.pause(name) else f"schedule {name!r} is not active"
 
-        return work
+    def resume_schedule(self, request: Request, form: dict[str, str]) -> str | None:
+        name = str(request.path_params["name"])
+        return None if self.rota.resume(name) else f"schedule {name!r} is not paused"
 
-    def schedule_action(verb: str) -> Callable[[Request], str | None]:
-        def work(request: Request) -> str | None:
-            name = str(request.path_params["name"])
-            if verb == "pause" and not rota.pause(name):
-                return f"schedule {name!r} is not active"
-            if verb == "resume" and not rota.resume(name):
-                return f"schedule {name!r} is not paused"
-            if verb == "run-now":
-                rota.run_now(name)
-            return None
+    def run_schedule(self, request: Request, form: dict[str, str]) -> str | None:
+        self.rota.run_now(str(request.path_params["name"]))
+        return None
 
-        return work
+    # -- login ---------------------------------------------------------------------------------
 
-    def job_page(request: Request) -> str:
-        return f"{base_path(request)}/jobs/{request.path_params['job_id']}"
-
-    def overview_page(request: Request) -> str:
-        return f"{base_path(request)}/"
-
-    def schedules_page(request: Request) -> str:
-        return f"{base_path(request)}/schedules"
-
-    async def login(request: Request) -> Response:
-        if dashboard.token is None:
-            return RedirectResponse(f"{base_path(request)}/", 303)
+    async def login(self, request: Request) -> Response:
         home = f"{base_path(request)}/"
+        if self.keys.token is None:
+            return RedirectResponse(home, 303)
         if request.method == "GET":
             target = safe_next(request, request.query_params.get("next", ""), home)
-            return dashboard.render(request, "login.html", {"next": target, "failed": False})
-        fields = await form_of(request)
-        if not dashboard.csrf_valid(request, fields.get(CSRF_FIELD, "")):
-            return dashboard.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
+            return self.renderer.render(request, "login.html", {"next": target, "failed": False})
+        fields = await read_form(request)
+        if not self.keys.csrf_valid(request, fields.get(CSRF_FIELD, "")):
+            return self.renderer.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
         target = safe_next(request, fields.get("next", ""), home)
-        given = fields.get("token", "").encode()
-        if not hmac.compare_digest(given, dashboard.token.encode()):
-            return dashboard.render(request, "login.html", {"next": target, "failed": True}, 401)
+        if not self.keys.is_token(fields.get("token", "")):
+            return self.renderer.render(
+                request, "login.html", {"next": target, "failed": True}, 401
+            )
         response = RedirectResponse(target, 303)
-        assert dashboard.session_value is not None
-        response.set_cookie(
-            SESSION_COOKIE,
-            dashboard.session_value,
-            path=base_path(request) or "/",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+        assert self.keys.session_value is not None
+        set_strict_cookie(request, response, SESSION_COOKIE, self.keys.session_value)
         return response
 
-    async def logout(request: Request) -> Response:
-        fields = await form_of(request)
-        if not dashboard.csrf_valid(request, fields.get(CSRF_FIELD, "")):
-            return dashboard.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
+    async def logout(self, request: Request) -> Response:
+        fields = await read_form(request)
+        if not self.keys.csrf_valid(request, fields.get(CSRF_FIELD, "")):
+            return self.renderer.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
         response = RedirectResponse(f"{base_path(request)}/login", 303)
         response.delete_cookie(SESSION_COOKIE, path=base_path(request) or "/")
         return response
 
-    async def not_found(request: Request, exc: Exception) -> Response:
-        message = str(exc) if isinstance(exc, LookupError) else "There is no such page."
-        return dashboard.error(request, 404, "Not found", message)
+    # -- errors --------------------------------------------------------------------------------
 
-    async def http_error(request: Request, exc: Exception) -> Response:
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        message = str(exc) if isinstance(exc, LookupError) else "There is no such page."
+        return self.renderer.error(request, 404, "Not found", message)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            return await not_found(request, exc)
+            return await self.not_found(request, exc)
         title = {405: "Method not allowed", 413: "Too large"}.get(exc.status_code, "Error")
-        response = dashboard.error(request, exc.status_code, title, str(exc.detail))
+        response = self.renderer.error(request, exc.status_code, title, str(exc.detail))
         response.headers.update(exc.headers or {})
         return response
 
-    async def bad_request(request: Request, exc: Exception) -> Response:
+    async def bad_request(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
-        return dashboard.error(request, 400, "Bad request", f"{exc.code}: {exc}")
+        return self.renderer.error(request, 400, "Bad request", f"{exc.code}: {exc}")
 
-    async def store_error(request: Request, exc: Exception) -> Response:
+    async def store_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
-        return dashboard.error(
+        return self.renderer.error(
             request,
             503,
             "Database unavailable",
@@ -404,47 +237,51 @@ def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
             "`rota migrate`.",
         )
 
-    routes = [
-        Route("/", page("overview.html", lambda request: views.overview(rota))),
-        Route("/jobs", page("jobs.html", jobs_context)),
-        Route("/jobs/{job_id}", page("job.html", job_context)),
-        Route("/jobs/{job_id}/retry", action(retry, job_page), methods=["POST"]),
-        Route("/jobs/{job_id}/cancel", action(cancel, job_page), methods=["POST"]),
-        Route("/jobs/{job_id}/pause", action(job_switch(True), job_page), methods=["POST"]),
-        Route("/jobs/{job_id}/resume", action(job_switch(False), job_page), methods=["POST"]),
-        Route("/queues/pause", action(queue_switch(True), overview_page), methods=["POST"]),
-        Route("/queues/resume", action(queue_switch(False), overview_page), methods=["POST"]),
-        Route("/schedules", page("schedules.html", lambda request: views.schedules_page(rota))),
-        Route(
-            "/schedules/{name:path}/pause",
-            action(schedule_action("pause"), schedules_page),
-            methods=["POST"],
-        ),
-        Route(
-            "/schedules/{name:path}/resume",
-            action(schedule_action("resume"), schedules_page),
-            methods=["POST"],
-        ),
-        Route(
-            "/schedules/{name:path}/run-now",
-            action(schedule_action("run-now"), schedules_page),
-            methods=["POST"],
-        ),
-        Route("/workers", page("workers.html", lambda request: views.workers_page(rota))),
-        Route("/metrics", metrics),
-        Route("/login", login, methods=["GET", "POST"]),
-        Route("/logout", logout, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        HTTPException: http_error,
-        JobNotFound: not_found,
-        ScheduleNotFound: not_found,
-        InvalidArguments: bad_request,
-        StoreError: store_error,
-    }
-    return Starlette(
-        routes=routes,
-        middleware=[Middleware(Guard, dashboard=dashboard)],
-        exception_handlers=handlers,
-    )
+    # -- the app -------------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        def post(path: str, work: Work, back: str) -> Route:
+            return Route(path, self.action(work, back), methods=["POST"])
+
+        return [
+            Route("/", self.overview),
+            Route("/jobs", self.jobs),
+            Route("/jobs/{job_id}", self.job),
+            post("/jobs/{job_id}/retry", self.retry, "/jobs/{job_id}"),
+            post("/jobs/{job_id}/cancel", self.cancel, "/jobs/{job_id}"),
+            post("/jobs/{job_id}/pause", partial(self.switch_job, pause=True), "/jobs/{job_id}"),
+            post("/jobs/{job_id}/resume", partial(self.switch_job, pause=False), "/jobs/{job_id}"),
+            post("/queues/pause", partial(self.switch_queue, pause=True), "/"),
+            post("/queues/resume", partial(self.switch_queue, pause=False), "/"),
+            Route("/schedules", self.schedules),
+            post("/schedules/{name:path}/pause", self.pause_schedule, "/schedules"),
+            post("/schedules/{name:path}/resume", self.resume_schedule, "/schedules"),
+            post("/schedules/{name:path}/run-now", self.run_schedule, "/schedules"),
+            Route("/workers", self.workers),
+            Route("/metrics", self.metrics),
+            Route("/login", self.login, methods=["GET", "POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+    def starlette(self) -> Starlette:
+        handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+            HTTPException: self.http_error,
+            JobNotFound: self.not_found,
+            ScheduleNotFound: self.not_found,
+            InvalidArguments: self.bad_request,
+            StoreError: self.store_error,
+        }
+        return Starlette(
+            routes=self.routes(),
+            middleware=[Middleware(BaseHTTPMiddleware, dispatch=self.guard)],
+            exception_handlers=handlers,
+        )
+
+
+def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
+    """A Starlette (ASGI) app serving the dashboard of ``rota``; mount it anywhere.
+
+    >>> app.mount("/rota", create_app(rota, token=os.environ["ROTA_DASHBOARD_TOKEN"]))
+    """
+    return DashboardApp(rota, token).starlette()

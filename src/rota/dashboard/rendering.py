@@ -1,0 +1,67 @@
+"""Turning a page's context into an HTML response, with the headers and CSRF token it needs.
+
+Every page goes through ``Renderer.render``, so none can miss the security headers or a form
+without its CSRF token, whether it is a page, an error or the login form.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from rota.dashboard.paths import base_path, here
+from rota.dashboard.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SECURITY_HEADERS,
+    Keys,
+    set_strict_cookie,
+)
+from rota.display import span, took, when
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+class Renderer:
+    """The dashboard's Jinja2 templates, autoescaped, and the keys their forms are signed with."""
+
+    def __init__(self, keys: Keys) -> None:
+        self.keys = keys
+        self.templates = Environment(
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=select_autoescape(enabled_extensions=("html",), default=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.templates.filters.update(when=when, age=span, took=took)
+
+    def render(
+        self, request: Request, template: str, context: dict[str, Any], status: int = 200
+    ) -> HTMLResponse:
+        """A page, with the CSRF token its forms embed (and the cookie it pairs with)."""
+        nonce = request.cookies.get(CSRF_COOKIE) or ""
+        fresh = not nonce
+        if fresh:
+            nonce = secrets.token_urlsafe(32)
+        html = self.templates.get_template(template).render(
+            **context,
+            base=base_path(request),
+            path=request.url.path,
+            here=here(request),
+            csrf_field=CSRF_FIELD,
+            csrf_token=self.keys.csrf_token(nonce),
+            auth_enabled=self.keys.token is not None,
+        )
+        response = HTMLResponse(html, status_code=status)
+        response.headers.update(SECURITY_HEADERS)
+        if fresh:
+            set_strict_cookie(request, response, CSRF_COOKIE, nonce)
+        return response
+
+    def error(self, request: Request, status: int, title: str, message: str) -> HTMLResponse:
+        return self.render(request, "error.html", {"title": title, "message": message}, status)
