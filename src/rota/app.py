@@ -63,7 +63,9 @@ class Rota:
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(logger, log_format)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
-        self.store: Store = open_store(self.config.url, self.config.table_prefix)
+        self.store: Store = open_store(
+            self.config.url, self.config.table_prefix, self.config.connection
+        )
         self.registry = TaskRegistry()
         parts = Parts(self.store, self.registry, self.clock, self.events)
         self._schedules = ScheduleControl(parts, self.config.max_payload_bytes, self._target)

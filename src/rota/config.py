@@ -11,6 +11,7 @@ from typing import TypedDict
 from rota.core import payload, values
 from rota.core.names import check_name
 from rota.errors import ConfigError
+from rota.store.dialects.base import KEEPALIVE_PROBES, ConnectionSettings
 from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
@@ -29,6 +30,9 @@ class Settings(TypedDict, total=False):
     poll_interval: float
     lease_seconds: float
     connect_timeout: float
+    read_timeout: float
+    write_timeout: float
+    keepalive: float
     max_payload_bytes: int
     queues: Mapping[str, int] | None
     succeeded_retention: timedelta | float
@@ -49,6 +53,14 @@ class RotaConfig:
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
+    read_timeout: float = 60.0
+    """Seconds one statement may wait for the server's answer before its connection is taken as
+    lost (MySQL/MariaDB); above InnoDB's default 50 s lock wait, which rota's writes may incur."""
+    write_timeout: float = 60.0
+    """Seconds sending one statement may take (MySQL/MariaDB)."""
+    keepalive: float = 15.0
+    """Seconds within which a connection whose peer went silent (a dropped link, a dead NAT
+    entry, a firewall DROP) is found dead by TCP keepalive and ``TCP_USER_TIMEOUT``; at least 4."""
     max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES
     queues: Mapping[str, int] | None = None
     """Queues with a concurrency of their own; a worker then serves exactly these."""
@@ -63,6 +75,14 @@ class RotaConfig:
         values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
             values.seconds(getattr(self, name), ConfigError, name, positive=True)
+        for name in ("read_timeout", "write_timeout", "keepalive"):
+            number = values.seconds(getattr(self, name), ConfigError, name, positive=True)
+            object.__setattr__(self, name, number)
+        if self.keepalive < 1 + KEEPALIVE_PROBES:
+            raise ConfigError(
+                f"keepalive must be at least {1 + KEEPALIVE_PROBES} seconds: a second of quiet, "
+                f"then {KEEPALIVE_PROBES} probes a second apart"
+            )
         if self.lease_seconds < 3 * self.poll_interval:
             raise ConfigError("lease_seconds must be at least three poll intervals")
         for queue, limit in (self.queues or {}).items():
@@ -74,6 +94,11 @@ class RotaConfig:
         if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
             raise ConfigError("catchup_missed and auto_migrate must be True or False")
         check_table_prefix(self.table_prefix)
+
+    @property
+    def connection(self) -> ConnectionSettings:
+        """What bounds each database connection's silences (the store's view of them)."""
+        return ConnectionSettings(self.read_timeout, self.write_timeout, self.keepalive)
 
     def __repr__(self) -> str:
         values = {item.name: getattr(self, item.name) for item in fields(self)}

@@ -25,6 +25,7 @@ from rota.core.clock import as_utc
 from rota.errors import TransientStoreError
 from rota.store.base import ServerInfo
 from rota.store.dialects import dialect_for
+from rota.store.dialects.base import ConnectionSettings, default_connection_settings
 from rota.store.schema import build_schema
 from rota.store.urls import describe_url, normalise_url
 
@@ -40,12 +41,19 @@ CONFLICT_BUDGET = 5.0
 
 
 class Database:
-    """An engine on ``url`` with the dialect chosen for it and the tables named by the prefix."""
+    """An engine on ``url`` with the dialect chosen for it and the tables named by the prefix;
+    its connections bounded by ``connection`` (``RotaConfig``'s defaults if not given)."""
 
-    def __init__(self, url: str | URL, table_prefix: str = "rota_") -> None:
+    def __init__(
+        self,
+        url: str | URL,
+        table_prefix: str = "rota_",
+        connection: ConnectionSettings | None = None,
+    ) -> None:
         self.url = normalise_url(url)
         self.dialect = dialect_for(self.url)
-        self.engine = self.dialect.create_engine(self.url)
+        self.connection = connection or default_connection_settings()
+        self.engine = self.dialect.create_engine(self.url, self.connection)
         self.table_prefix = table_prefix
         self.schema = build_schema(table_prefix)
 

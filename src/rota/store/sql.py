@@ -21,16 +21,20 @@ from rota.store import migrate
 from rota.store.base import CallerConnection, SchemaStatus, ServerInfo
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
+from rota.store.dialects.base import ConnectionSettings
 from rota.store.jobs import SqlJobs
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema
 
 
-def open_store(url: str, table_prefix: str = "rota_") -> SqlStore:
-    """A store on ``url`` (connections open lazily, at the first call); ``ConfigError`` for a
-    URL rota cannot use or a driver that is not installed."""
-    return SqlStore(Database(url, table_prefix))
+def open_store(
+    url: str, table_prefix: str = "rota_", connection: ConnectionSettings | None = None
+) -> SqlStore:
+    """A store on ``url`` (connections open lazily, at the first call), its connections bounded
+    by ``connection`` (``RotaConfig``'s defaults if not given); ``ConfigError`` for a URL rota
+    cannot use or a driver that is not installed."""
+    return SqlStore(Database(url, table_prefix, connection))
 
 
 class SqlStore:

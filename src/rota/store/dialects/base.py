@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sqlalchemy import Select, Table, event, insert, text, update
@@ -23,6 +25,51 @@ from rota.store.base import ServerInfo
 
 logger = logging.getLogger("rota.store")
 MIGRATION_LOCK = "rota_migrate"
+KEEPALIVE_PROBES = 3
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """How long one connection may stay silent before rota takes it as lost (``RotaConfig``'s
+    ``read_timeout``, ``write_timeout`` and ``keepalive``, where their defaults are)."""
+
+    read_timeout: float
+    """Longest wait for the server's answer to one statement (MySQL/MariaDB)."""
+    write_timeout: float
+    """Longest wait for the kernel to take a statement's bytes (MySQL/MariaDB)."""
+    keepalive: float
+    """Seconds after which a peer that answers neither TCP keepalive probes nor sent data is
+    taken as gone: the kernel then fails the socket, whatever the driver is waiting for."""
+
+    def keepalive_probes(self) -> tuple[int, int, int]:
+        """``(idle, interval, count)`` in whole seconds, adding up to at most ``keepalive``:
+        three probes a sixth of it apart after the connection has been quiet for the rest."""
+        interval = max(1, int(self.keepalive / 6))
+        idle = max(1, int(self.keepalive - KEEPALIVE_PROBES * interval))
+        return idle, interval, KEEPALIVE_PROBES
+
+    def user_timeout_ms(self) -> int:
+        """``TCP_USER_TIMEOUT``: how long sent data may stay unacknowledged (keepalive does not
+        probe while data is in flight, and retransmissions alone last about 15 minutes)."""
+        return int(self.keepalive * 1000)
+
+    def tune(self, sock: socket.socket) -> None:
+        """Keepalive and user timeout on one TCP socket; a Unix socket is left as it is."""
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        idle, interval, count = self.keepalive_probes()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, self.user_timeout_ms())
+
+
+def default_connection_settings() -> ConnectionSettings:
+    """``RotaConfig``'s defaults, for a store opened without a ``Rota`` (``rota migrate``)."""
+    from rota.config import RotaConfig  # rota.config imports the store: import when called
+
+    return RotaConfig("sqlite:///unused.db").connection
 
 
 class Dialect:
@@ -44,21 +91,21 @@ class Dialect:
         """The local file the URL names, which connecting would create; servers have none."""
         return None
 
-    def create_engine(self, url: URL) -> Engine:
+    def create_engine(self, url: URL, connection: ConnectionSettings) -> Engine:
         try:
-            engine = sa_create_engine(url, **self.engine_options())
+            engine = sa_create_engine(url, **self.engine_options(connection))
         except (sa_exc.NoSuchModuleError, ImportError) as error:
             raise ConfigError(
                 f"no database driver {url.drivername!r} is installed ({error}): install "
                 "rota[mysql] or rota[postgres], or name an installed driver"
             ) from None
-        self.configure(engine)
+        self.configure(engine, connection)
         return engine
 
-    def engine_options(self) -> dict[str, Any]:
+    def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         raise NotImplementedError
 
-    def configure(self, engine: Engine) -> None:
+    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
         """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
 
         The pool replaces it on its own, found dead before use (pre-ping) or mid-transaction,

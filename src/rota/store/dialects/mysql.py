@@ -11,6 +11,18 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
 * Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
   (idle timeout) on MySQL 8. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
   MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never uses.
+* Silences (the same on both, client-side): PyMySQL's ``read_timeout``/``write_timeout`` bound
+  each wait on the socket, and a timeout closes the connection as error 2013 ("Lost connection
+  ... (timed out)"), which rota reports as a lost connection (``TransientStoreError``). PyMySQL
+  has no keepalive setting of its own (it turns ``SO_KEEPALIVE`` on with the kernel's two-hour
+  idle), so ``TCP_KEEPIDLE``/``KEEPINTVL``/``KEEPCNT`` and ``TCP_USER_TIMEOUT`` are set on each
+  new socket. A read timeout cannot tell a dead link from a long wait, so it must stay above the
+  longest wait rota's statements can meet: a row-lock wait of ``innodb_lock_wait_timeout``
+  (50 s by default on both) and the migration lock's ``GET_LOCK`` wait. MySQL 8 also has
+  ``MAX_EXECUTION_TIME`` and MariaDB ``max_statement_time``, server-side bounds on how long a
+  statement runs; neither notices a dead link (the server cannot tell the client), so rota sets
+  none. MySQL 8 closes idle sessions after ``wait_timeout`` with error 4031 first, MariaDB
+  silently; pre-ping covers both.
 """
 
 from __future__ import annotations
@@ -18,14 +30,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Select, Table, insert, update
+from sqlalchemy import Select, Table, event, insert, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
 from rota.store.base import ServerInfo
-from rota.store.dialects.base import Dialect, lost_connection, server_version
+from rota.store.dialects.base import (
+    ConnectionSettings,
+    Dialect,
+    lost_connection,
+    server_version,
+)
 
 CONFLICT = frozenset({1205, 1213})
 TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
@@ -40,13 +58,27 @@ class MySQLDialect(Dialect):
     drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
     migration_lock_sql = ("SELECT GET_LOCK(:name, 120)", "SELECT RELEASE_LOCK(:name)")
 
-    def engine_options(self) -> dict[str, Any]:
+    def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         return {
             "pool_pre_ping": True,
             "pool_recycle": 3600,
             "isolation_level": "READ COMMITTED",
-            "connect_args": {"connect_timeout": 5, "charset": "utf8mb4"},
+            "connect_args": {
+                "connect_timeout": 5,
+                "charset": "utf8mb4",
+                "read_timeout": connection.read_timeout,
+                "write_timeout": connection.write_timeout,
+            },
         }
+
+    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
+        super().configure(engine, connection)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+            sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL's; other drivers: none
+            if sock is not None:
+                connection.tune(sock)
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """MariaDB 10.6+ or MySQL 8.0.1+; an older one is described with the reason it is not

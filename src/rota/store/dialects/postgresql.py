@@ -1,4 +1,11 @@
-"""PostgreSQL: ``ON CONFLICT``, SQLSTATEs, refusals at connect, advisory locks, engine settings."""
+"""PostgreSQL: ``ON CONFLICT``, SQLSTATEs, refusals at connect, advisory locks, engine settings.
+
+A silent peer is found by libpq's TCP keepalive (``keepalives_*``) and ``tcp_user_timeout``, as
+``keepalive`` sets them; a dead socket then fails the statement as a lost connection. libpq has no
+read timeout: ``read_timeout`` does not apply here. ``statement_timeout`` would bound how long a
+statement runs, not notice a dead link (the server's cancel cannot reach the client), and would
+cut legitimate waits (the migration's advisory lock, a long migration), so rota sets none.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert
 
-from rota.store.dialects.base import Dialect, lost_connection
+from rota.store.dialects.base import ConnectionSettings, Dialect, lost_connection
 
 CONFLICT = ("40001", "40P01", "55P03")
 TRANSIENT_PREFIXES = (*CONFLICT, "08", "57P")
@@ -27,8 +34,19 @@ class PostgreSQLDialect(Dialect):
         "SELECT pg_advisory_unlock(hashtext(:name))",
     )
 
-    def engine_options(self) -> dict[str, Any]:
-        return {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
+    def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
+        idle, interval, count = connection.keepalive_probes()
+        return {
+            "pool_pre_ping": True,
+            "connect_args": {
+                "connect_timeout": 5,
+                "keepalives": 1,
+                "keepalives_idle": idle,
+                "keepalives_interval": interval,
+                "keepalives_count": count,
+                "tcp_user_timeout": connection.user_timeout_ms(),
+            },
+        }
 
     def server_time_query(self) -> str:
         return "SELECT clock_timestamp() AT TIME ZONE 'UTC'"

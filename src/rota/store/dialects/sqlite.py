@@ -13,7 +13,7 @@ from sqlalchemy.sql.dml import Insert
 
 from rota.errors import ConfigError
 from rota.store.base import ServerInfo
-from rota.store.dialects.base import Dialect, server_version
+from rota.store.dialects.base import ConnectionSettings, Dialect, server_version
 
 
 class SQLiteDialect(Dialect):
@@ -35,10 +35,11 @@ class SQLiteDialect(Dialect):
         """``None`` for a ``uri=true`` URL, whose database is not a plain path."""
         return None if url.query.get("uri") else url.database
 
-    def engine_options(self) -> dict[str, Any]:
+    def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
+        """A local file: no connection to lose, so no read timeout or keepalive."""
         return {"connect_args": {"timeout": 30}}
 
-    def configure(self, engine: Engine) -> None:
+    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
             dbapi_connection.isolation_level = None
