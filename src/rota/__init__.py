@@ -23,6 +23,7 @@ from rota.errors import (
     StoreError,
     TaskNotRegistered,
     TransientStoreError,
+    WorkerDied,
 )
 from rota.observe.events import Event
 from rota.tasks import TaskDefinition
@@ -59,5 +60,6 @@ __all__ = [
     "TaskDefinition",
     "TaskNotRegistered",
     "TransientStoreError",
+    "WorkerDied",
     "__version__",
 ]

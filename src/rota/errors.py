@@ -67,6 +67,12 @@ class JobCancelled(RotaError):
     code = "JOB_CANCELLED"
 
 
+class WorkerDied(RotaError):
+    """The worker's claim loop ended on its own: ``rota worker`` exits non-zero with it."""
+
+    code = "WORKER_DIED"
+
+
 class StoreError(RotaError):
     code = "STORE_ERROR"
 

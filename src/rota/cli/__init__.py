@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from rota.cli.admin import demo, exit_despite_stuck_handlers, migrate, prune, worker
+from rota.cli.admin import demo, migrate, prune, worker
 from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
 from rota.cli.dashboard import dashboard
@@ -16,7 +16,7 @@ from rota.cli.loading import load_app
 from rota.cli.show import job, jobs, schedules
 from rota.observe.logs import configure_logging
 
-__all__ = ["configure_logging", "exit_despite_stuck_handlers", "load_app", "main"]
+__all__ = ["configure_logging", "load_app", "main"]
 
 
 class Commands(click.Group):

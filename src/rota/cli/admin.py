@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
-import time
 from datetime import timedelta
 
 import click
@@ -127,7 +125,6 @@ def worker(
             raise
         log_failure(error)
         sys.exit(1)
-    exit_despite_stuck_handlers()
 
 
 def log_failure(error: Exception) -> None:
@@ -154,28 +151,6 @@ def demo(url: str | None) -> None:
     from rota.demo.main import main as run_demo  # here: it builds its Rota from the environment
 
     sys.exit(run_demo())
-
-
-IDLE_THREAD_EXIT = 1.0
-
-
-def exit_despite_stuck_handlers() -> None:
-    """A sync handler that ignored ``ctx.cancelled`` would keep the interpreter alive forever."""
-    handlers = [t for t in threading.enumerate() if t.name.startswith("rota-task")]
-    deadline = time.monotonic() + IDLE_THREAD_EXIT
-    for thread in handlers:  # idle pool threads end on their own, a moment after shutdown
-        thread.join(max(0.0, deadline - time.monotonic()))
-    stuck = [t.name for t in handlers if t.is_alive()]
-    if stuck:
-        logging.getLogger("rota").warning(
-            "exiting with %d handler thread(s) still running",
-            len(stuck),
-            extra={"event": "worker.abandoned_threads"},
-        )
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 @click.command()

@@ -116,8 +116,9 @@ class Job:
     unique_key: str | None = None
     trace: str | None = None
     payload_error: str | None = None
-    """Why the stored arguments cannot be read (written by a newer rota, or edited by hand):
-    such a job is still listed, and fails with ``INVALID_ARGUMENTS`` instead of running."""
+    """Why the stored row cannot be read (arguments written by a newer rota; arguments, errors
+    or priority edited by hand): such a job is still listed, and fails with
+    ``INVALID_ARGUMENTS`` instead of running."""
 
 
 @dataclass(frozen=True, slots=True)

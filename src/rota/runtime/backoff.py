@@ -1,5 +1,10 @@
-"""How a worker loop carries on after a database error: log it, wait longer each time, and say
-so when calls work again."""
+"""How a worker loop carries on after an error: log it, wait longer each time, and say so when
+calls work again.
+
+A database error is expected now and then (a restart, a lost connection) and is logged as a
+warning; anything else is a bug or a bad row, logged as an error with its traceback.  Either
+way the loop goes on: a worker whose loop ended would look alive and do nothing.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +20,27 @@ logger = logging.getLogger("rota.worker")
 
 @dataclass
 class LoopBackoff:
-    """Consecutive database errors of one loop; a success resets them."""
+    """Consecutive errors of one loop; a success resets them."""
 
     loop_name: str
     limit: float
     failures: int = 0
 
-    def failed(self, error: StoreError) -> float:
+    def failed(self, error: Exception) -> float:
         """Log the error; return the pause before the loop's next try."""
         self.failures += 1
         delay = doubling(FIRST_DELAY, self.limit, self.failures)
+        if not isinstance(error, StoreError):
+            logger.error(
+                "unexpected error in %s loop (%s: %s); retrying in %.1f s",
+                self.loop_name,
+                type(error).__name__,
+                error,
+                delay,
+                exc_info=error,
+                extra={"event": "worker.loop_error", "error_type": type(error).__name__},
+            )
+            return delay
         logger.warning(
             "database error in %s loop (%s: %s); retrying in %.1f s",
             self.loop_name,

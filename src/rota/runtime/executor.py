@@ -7,7 +7,7 @@ import logging
 import random
 import time
 import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attemp
 from rota.errors import ExecutionFailed, InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
+from rota.runtime.threads import Threads
 from rota.runtime.timer import Timer
 from rota.tasks import TaskDefinition, TaskRegistry
 
@@ -45,7 +46,7 @@ class Executor:
         registry: TaskRegistry,
         clock: Clock,
         events: EventLog,
-        threads: ThreadPoolExecutor,
+        threads: Threads,
         rng: random.Random | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:

@@ -30,6 +30,7 @@ from rota.runtime.maintenance import Retention
 from rota.runtime.parts import Parts
 from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
 from rota.runtime.schedules import ScheduleControl
+from rota.runtime.threads import HandlerThreads
 from rota.runtime.worker import Pool, Worker, WorkerSettings
 from rota.store.urls import describe_url
 
@@ -64,7 +65,7 @@ class Lifecycle:
         self._worker: Worker | None = None
         self._scheduler: Scheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task_threads: ThreadPoolExecutor | None = None
+        self._task_threads: HandlerThreads | None = None
         self._db_threads: ThreadPoolExecutor | None = None
         self._served = Served()
 
@@ -130,7 +131,7 @@ class Lifecycle:
         self._loop = asyncio.get_running_loop()
         self.events.bind(self._loop)
         settings = self._worker_settings(self.pools(self._served))
-        self._task_threads = ThreadPoolExecutor(settings.concurrency, "rota-task")
+        self._task_threads = HandlerThreads(settings.concurrency, "rota-task")
         self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
         worker = Worker(
             self.store, self._executor(self._task_threads), settings, self.events, self._db_call
@@ -154,7 +155,7 @@ class Lifecycle:
 
     async def _release_threads(self) -> None:
         if self._task_threads is not None:
-            self._task_threads.shutdown(wait=False, cancel_futures=True)
+            self._task_threads.shutdown()
         if self._db_threads is not None:
             # A cancelled loop's last query may still run; let it return its connection.
             await asyncio.to_thread(self._db_threads.shutdown, True)
@@ -222,13 +223,13 @@ class Lifecycle:
         )
         pools = (Pool((queue,), self.config.concurrency),) if queue else self.pools(Served())
         settings = self._worker_settings(pools)
-        threads = ThreadPoolExecutor(settings.concurrency, "rota-drain")
+        threads = HandlerThreads(settings.concurrency, "rota-drain")
         try:
             executor = self._executor(threads)
             worker = Worker(self.store, executor, settings, self.events, asyncio.to_thread)
             return await worker.drain()
         finally:
-            threads.shutdown(wait=False)
+            threads.shutdown()
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -262,7 +263,7 @@ class Lifecycle:
             retention=self.retention(),
         )
 
-    def _executor(self, threads: ThreadPoolExecutor) -> Executor:
+    def _executor(self, threads: HandlerThreads) -> Executor:
         return Executor(self.registry, self.clock, self.events, threads, telemetry=self.telemetry)
 
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:

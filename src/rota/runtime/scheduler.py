@@ -18,7 +18,7 @@ from rota.core.clock import Clock
 from rota.core.cron import Cron
 from rota.core.model import NewJob, Schedule
 from rota.core.planner import plan
-from rota.errors import RotaError, StoreError
+from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.timer import Timer
@@ -145,7 +145,7 @@ class Scheduler:
             try:
                 delay = await self._pass()
                 backoff.succeeded()
-            except StoreError as error:
+            except Exception as error:
                 delay = backoff.failed(error)
             self._wake.clear()
             if self._stopping.is_set():

@@ -3,7 +3,7 @@
 *heartbeat* renews the leases of the jobs this worker holds and learns which of them someone
 asked to cancel or took away; *rescue* returns jobs of dead workers to ``pending``; *prune*
 deletes old finished jobs while this worker holds the prune lease.  Each logs a database
-error, backs off and carries on.
+error, backs off and carries on; so does one meeting any other error, logged with its traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 from rota.core.transitions import lease_until
-from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
@@ -66,7 +65,7 @@ class Upkeep:
                 for job_id in lost:
                     interrupt(job_id, SHUTDOWN)
                 backoff.succeeded()
-            except StoreError as error:
+            except Exception as error:
                 delay = min(delay, backoff.failed(error))
             await self.timer.sleep(delay)
 
@@ -78,7 +77,7 @@ class Upkeep:
                 if await self.rescue_once(batch):
                     rescued()
                 backoff.succeeded()
-            except StoreError as error:
+            except Exception as error:
                 delay = backoff.failed(error)
             await self.timer.sleep(delay)
 
@@ -106,6 +105,6 @@ class Upkeep:
                 if pruned:
                     self.events.emit("jobs.pruned", count=pruned)
                 backoff.succeeded()
-            except StoreError as error:
+            except Exception as error:
                 delay = backoff.failed(error)
             await self.timer.sleep(delay)

@@ -18,7 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from rota.core.model import DrainResult, Job, JobState, WorkerInfo
 from rota.core.transitions import Transition, lease_until
@@ -30,8 +30,9 @@ from rota.runtime.maintenance import Retention
 from rota.runtime.upkeep import Upkeep
 from rota.store.base import Store
 
-T = TypeVar("T")
 FINAL_REPORT_ATTEMPTS = 8
+INTERRUPTED_SETTLE = 1.0
+"""Seconds an interrupted handler has, at the end of a stop's grace, to show it stopped."""
 RESCUE_BATCH = 1_000
 logger = logging.getLogger("rota.worker")
 
@@ -46,9 +47,11 @@ class Pool:
 
 @dataclass(frozen=True)
 class WorkerSettings:
+    """How one worker runs; ``Rota``'s settings (``RotaConfig``) give the values."""
+
     pools: tuple[Pool, ...]
-    poll_interval: float = 0.5
-    lease_seconds: float = 30.0
+    poll_interval: float
+    lease_seconds: float
     busy_poll: float = 0.05
     rescue_batch: int = 100
     prune_interval: float = 60.0
@@ -62,10 +65,6 @@ class WorkerSettings:
     @property
     def concurrency(self) -> int:
         return sum(pool.limit for pool in self.pools)
-
-    @property
-    def heartbeat_interval(self) -> float:
-        return self.lease_seconds / 3
 
 
 @dataclass
@@ -117,6 +116,8 @@ class Worker:
         self._report_loop: asyncio.Task[None] | None = None
         self._closing = False
         self._draining = False
+        self._abandon = asyncio.Event()
+        self._abandoned: list[Job] = []
         self._grace_over = False
 
     @property
@@ -198,16 +199,27 @@ class Worker:
         )
 
     async def stop(self, grace: float) -> None:
-        """Stop claiming, give running jobs ``grace`` seconds, release the rest unspent."""
+        """Stop claiming, give running jobs ``grace`` seconds, then interrupt the rest: those
+        whose handler stops are released with the attempt given back, the others abandoned."""
         self._stopping.set()
         self._wake.set()
         if self._claim_loop is not None:
             await self._claim_loop
-        await self._until_settled(grace)
+        await self._until_settled(grace, ends_with_grace=True)
         for run in list(self._running.values()):
             if not run.interrupt.done():
                 run.interrupt.set_result(SHUTDOWN)
+        await self._until_settled(INTERRUPTED_SETTLE)
+        self._abandon.set()
         await self._until_settled(None)
+        if self._abandoned:
+            logger.warning(
+                "%d handler(s) did not stop when interrupted (jobs %s): their jobs stay leased "
+                "and run again elsewhere once the lease expires",
+                len(self._abandoned),
+                ", ".join(str(job.id) for job in self._abandoned),
+                extra={"event": "worker.abandoned", "jobs": [j.id for j in self._abandoned]},
+            )
         self._closing = True
         self._report_wake.set()
         if self._report_loop is not None:
@@ -224,12 +236,14 @@ class Worker:
         self._grace_over = True
         self._settled.set()
 
-    async def _until_settled(self, timeout: float | None) -> None:
+    async def _until_settled(self, timeout: float | None, ends_with_grace: bool = False) -> None:
         """Wait until every running attempt has an outcome (a stuck thread may still run)."""
         deadline = self.timer.after(timeout) if timeout is not None else None
         try:
             while self._running:
-                if deadline is not None and (deadline.done() or self._grace_over):
+                if deadline is not None and (
+                    deadline.done() or (ends_with_grace and self._grace_over)
+                ):
                     return
                 self._settled.clear()
                 settled = asyncio.ensure_future(self._settled.wait())
@@ -306,20 +320,41 @@ class Worker:
         try:
             if finished is None:
                 return
-            self._unreported.append(finished.transition)
-            self._outcomes[finished.transition.target] += 1
-            self._report_wake.set()
-            del self._running[run.job.id]
-            self._settled.set()
-            if finished.leftover is not None:
-                with contextlib.suppress(BaseException):
-                    await finished.leftover
+            transition, leftover = finished.transition, finished.leftover
+            if leftover is None or transition.finishes or await self._stopped(leftover):
+                self._report(transition)
+            else:
+                self._abandoned.append(run.job)
+            if leftover is not None and transition.finishes:
+                await self._stopped(leftover)
         finally:
             if self._running.pop(run.job.id, None) is not None:
                 self._settled.set()
             self._busy[run.pool] -= 1
             if self._draining or self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
                 self._wake.set()
+
+    def _report(self, transition: Transition) -> None:
+        self._unreported.append(transition)
+        self._outcomes[transition.target] += 1
+        self._report_wake.set()
+
+    async def _stopped(self, handler: asyncio.Future[Any]) -> bool:
+        """Whether an interrupted handler has really stopped; its slot stays taken until then.
+
+        A job going back to ``pending`` (a retry after a timeout, a release at shutdown) is
+        reported only then: until then it stays ``running`` under this worker's lease, so no
+        other worker runs it at the same time (invariant 3).  At shutdown, a handler still
+        running once the interruption's short wait is over is abandoned: its job is not
+        released, and is recovered by lease expiry after this process has gone, as after a
+        SIGKILL.  A final outcome (failed, cancelled) is reported at once: nothing runs it again.
+        """
+        abandon = asyncio.ensure_future(self._abandon.wait())
+        try:
+            await asyncio.wait({handler, abandon}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abandon.cancel()
+        return handler.done()
 
     async def _reporting(self) -> None:
         """The only writer of finished attempts; on stop it writes what is left, then ends."""

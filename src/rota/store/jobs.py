@@ -106,7 +106,8 @@ class SqlJobs:
                 return []
             candidates = self.claim_query(open_queues, tasks, limit, now)
             claimed = self.database.dialect.claim(connection, self.table, candidates, values)
-            return [to_job(row) for row in claimed]
+            jobs = [to_job(row) for row in claimed]
+            return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
 
         return self.database.transaction(work)
 

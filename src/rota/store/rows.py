@@ -26,6 +26,7 @@ from rota.errors import InvalidArguments
 RUNNING = JobState.RUNNING.value
 WAITING = (JobState.PENDING.value, JobState.PAUSED.value)
 """States whose jobs have yet to run: pending, or paused by hand or with their queue."""
+UNREADABLE_QUOTE = 500
 
 
 def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
@@ -48,13 +49,21 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
 
 
 def to_job(data: Mapping[Any, Any]) -> Job:
-    """A job row; arguments that cannot be read leave the job listed, with ``payload_error``."""
+    """A job row.  Parts that cannot be read (arguments written by a newer rota; an ``errors``
+    column or a ``priority`` edited by hand, which SQLite stores as given) leave the job listed
+    with ``payload_error`` saying why, so that a claim fails that job instead of raising on
+    every poll: one bad row must not stop a worker from claiming the others."""
+    problems: list[str] = []
     try:
         args, kwargs, trace = payload.decode(data["payload"])
-        unreadable = None
     except InvalidArguments as error:
-        args, kwargs, trace, unreadable = (), {}, None, str(error)
-    errors = tuple(AttemptError.from_json(item) for item in json.loads(data["errors"] or "[]"))
+        args, kwargs, trace = (), {}, None
+        problems.append(str(error))
+    errors = _attempt_errors(data["errors"], problems)
+    priority = data["priority"]
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        problems.append(f"its priority {priority!r} is not an integer")
+        priority = 0
     return Job(
         id=data["id"],
         task=data["task"],
@@ -64,7 +73,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         state=JobState(data["state"]),
         attempt=data["attempt"],
         max_attempts=data["max_attempts"],
-        priority=data["priority"],
+        priority=priority,
         run_at=data["run_at"],
         created_at=data["created_at"],
         started_at=data["started_at"],
@@ -77,8 +86,21 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
         trace=trace,
-        payload_error=unreadable,
+        payload_error="; ".join(problems) or None,
     )
+
+
+def _attempt_errors(stored: str | None, problems: list[str]) -> tuple[AttemptError, ...]:
+    """The recorded attempt errors; none, and a problem quoting the text, if unreadable (the
+    quote ends up in the error the failed attempt records, so the text is not lost)."""
+    try:
+        return tuple(AttemptError.from_json(item) for item in json.loads(stored or "[]"))
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        problems.append(
+            f"its errors column cannot be read ({type(error).__name__}: {error}); "
+            f"it held {(stored or '')[:UNREADABLE_QUOTE]!r}"
+        )
+        return ()
 
 
 def errors_json(errors: Sequence[AttemptError]) -> str:

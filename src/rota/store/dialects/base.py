@@ -168,15 +168,15 @@ class Dialect:
         values: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """Give the ``candidates`` ``values`` and one more attempt; return the rows as they now
-        are, in the candidates' order (priority, ``run_at``, id).
+        are, in any order (the caller sorts the decoded jobs: a row's priority may not even be
+        a number on SQLite).
 
         With ``RETURNING`` this is one UPDATE over the candidate subquery.
         """
         ids = candidates.with_only_columns(table.c.id)
         changes = {**values, "attempt": table.c.attempt + 1}
         statement = update(table).where(table.c.id.in_(ids)).values(changes).returning(*table.c)
-        claimed = [dict(row._mapping) for row in connection.execute(statement)]
-        return sorted(claimed, key=lambda row: (row["priority"], row["run_at"], row["id"]))
+        return [dict(row._mapping) for row in connection.execute(statement)]
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         """Worth repeating as it is: a lost connection, a deadlock, a lock-wait timeout."""
