@@ -110,3 +110,12 @@ def hang_past_timeout(ctx: JobContext) -> None:
 def succeed(ctx: JobContext) -> None:
     mark(ctx, "started")
     mark(ctx, "finished")
+
+
+@app.task(retries=3, retry_delay=0)
+def long_first_attempt(ctx: JobContext, seconds: float) -> None:
+    """Attempt 1 sleeps ``seconds``, ignoring ``ctx.cancelled``; later attempts are quick."""
+    mark(ctx, "started")
+    if ctx.attempt == 1:
+        time.sleep(seconds)
+    mark(ctx, "finished")

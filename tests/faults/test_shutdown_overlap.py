@@ -1,0 +1,74 @@
+"""A deploy's SIGTERM never makes a job run twice at once (DESIGN invariant 3).
+
+A sync handler that ignores its interruption cannot be stopped in-process: its job is not given
+back at shutdown; the stopping process exits after the grace period, and a second replica runs
+the job only once the lease has expired, after that process (and so the first run) has gone.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rota import JobState, Rota
+from rota.core.transitions import LEASE_EXPIRED
+from tests.conftest import Database
+from tests.helpers import sql_store
+from tests.workers import LEASE, ROTA_COMMAND, Workers
+
+APP = "tests.apps.process_app:app"
+GRACE = 3.0
+EXIT_MARGIN = 2.0
+FIRST_RUN = 60.0
+
+
+@pytest.fixture
+def control(server_db: Database) -> Iterator[Rota]:
+    rota = Rota(server_db.url, table_prefix=server_db.prefix, connect_timeout=10)
+    rota.jobs()
+    yield rota
+    sql_store(rota).engine.dispose()
+
+
+@pytest.fixture
+def workers(server_db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(server_db, control, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun(
+    control: Rota, workers: Workers
+) -> None:
+    command = [*ROTA_COMMAND, "worker", APP, "--grace", str(GRACE)]
+    stopping = workers.start(command=command)
+    job_id = control.queue("long_first_attempt", FIRST_RUN)
+    workers.wait(lambda: workers.mark(job_id, 1, "started"), stopping, timeout=20)
+    replica = workers.start(command=command)
+
+    signalled = time.time()
+    stopping.send_signal(signal.SIGTERM)
+    code = stopping.wait(timeout=GRACE + EXIT_MARGIN + 5)
+    exited = time.time()
+    print(f"SIGTERM -> exit {code} after {exited - signalled:.2f} s (grace {GRACE} s)")
+    assert code == 0, workers.log(stopping)
+    assert exited - signalled <= GRACE + EXIT_MARGIN
+    assert "did not stop when interrupted" in workers.log(stopping)
+
+    workers.wait(lambda: control.job(job_id).state is JobState.SUCCEEDED, replica, timeout=30)
+    first, rerun = workers.mark(job_id, 1, "started"), workers.mark(job_id, 2, "started")
+    assert first is not None and rerun is not None
+    assert first[1] == stopping.pid and rerun[1] == replica.pid
+    assert workers.mark(job_id, 1, "finished") is None, "the first run ended with its process"
+    print(f"rerun started {rerun[0] - exited:.2f} s after the first run's process exited")
+    assert rerun[0] > exited, "the rerun started only after the first run had gone"
+    job = control.job(job_id)
+    assert [error.code for error in job.errors] == [LEASE_EXPIRED]
+    assert rerun[0] - exited <= LEASE + 3, "recovered within a lease and a few polls"
