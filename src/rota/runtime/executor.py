@@ -30,7 +30,13 @@ SHUTDOWN = "shutdown"
 
 
 class HandlerExit(Exception):
-    """A handler raised SystemExit or KeyboardInterrupt; carried as an ordinary failure."""
+    """A handler raised what must not escape as it is, carried as an ordinary failure.
+
+    ``SystemExit`` and ``KeyboardInterrupt`` would be re-raised out of the event loop, an
+    asyncio future refuses ``StopIteration`` (the job would stay ``running`` for ever), and any
+    other ``BaseException`` would pass the worker's ``except Exception``: each is recorded as a
+    failed attempt instead, its original as the cause.
+    """
 
 
 @dataclass
@@ -206,15 +212,28 @@ def _cancel(runner: asyncio.Future[Any], thread: Future[Any] | None) -> asyncio.
 
 
 async def _guarded_async(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
-    # asyncio re-raises SystemExit out of the event loop; turn it into an ordinary failure.
     try:
         return await definition.call(ctx, job.args, job.kwargs)
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise HandlerExit(f"handler raised {type(exc).__name__}({exc})") from exc
+    except asyncio.CancelledError:
+        raise  # how the worker interrupts a task; a handler that cancels itself is seen so
+    except Exception as exc:
+        if not isinstance(exc, StopIteration):
+            raise
+        raise _exit(exc) from exc
+    except BaseException as exc:
+        raise _exit(exc) from exc
 
 
 def _guarded_sync(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
     try:
         return definition.call(ctx, job.args, job.kwargs)
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise HandlerExit(f"handler raised {type(exc).__name__}({exc})") from exc
+    except Exception as exc:
+        if not isinstance(exc, StopIteration):
+            raise
+        raise _exit(exc) from exc
+    except BaseException as exc:
+        raise _exit(exc) from exc
+
+
+def _exit(exc: BaseException) -> HandlerExit:
+    return HandlerExit(f"handler raised {type(exc).__name__}({exc})")

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from rota.config import RotaConfig
 from rota.core.model import DrainResult
-from rota.errors import StoreError, TransientStoreError
+from rota.errors import StoreError, TransientStoreError, WorkerDied
 from rota.observe.otel import Telemetry
 from rota.runtime.connect import DatabaseWait, check_clock
 from rota.runtime.executor import Executor
@@ -163,7 +163,8 @@ class Lifecycle:
         self.events.bind(None)
 
     async def run_until_signalled(self, grace: float, served: Served) -> None:
-        """Wait for the database for as long as it takes, unless a signal comes first.
+        """Wait for the database for as long as it takes, unless a signal comes first; then
+        run until a signal, or until the worker dies (``WorkerDied`` once it has stopped).
 
         A second signal ends the grace at once through the worker's own grace-expiry path, so
         an interrupted job ends the same either way."""
@@ -184,11 +185,14 @@ class Lifecycle:
             loop.add_signal_handler(sig, on_signal)
         starting = asyncio.create_task(self.start(None, served))
         stopping = asyncio.create_task(stop.wait())
+        died: asyncio.Task[bool] | None = None
         try:
             await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if starting.done():
                 starting.result()
-                await stopping
+                assert self._worker is not None
+                died = asyncio.create_task(self._worker.dead.wait())
+                await asyncio.wait({stopping, died}, return_when=asyncio.FIRST_COMPLETED)
                 logger.info(
                     "stopping: waiting up to %g s for running jobs; send the signal again to "
                     "stop now",
@@ -196,13 +200,16 @@ class Lifecycle:
                     extra={"event": "worker.stopping"},
                 )
         finally:
-            for task in (starting, stopping):
+            waits = (starting, stopping, *([died] if died else []))
+            for task in waits:
                 task.cancel()
-            await asyncio.gather(starting, stopping, return_exceptions=True)
+            await asyncio.gather(*waits, return_exceptions=True)
             draining = self._worker
             await self.stop(grace)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+        if died is not None and died.done() and not died.cancelled():
+            raise WorkerDied("the claim loop ended; see the log for why")
 
     # -- drain -------------------------------------------------------------------------------
 

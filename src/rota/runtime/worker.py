@@ -113,6 +113,10 @@ class Worker:
         self._settled = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._claim_loop: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self.dead = asyncio.Event()
+        """Set when the claim loop ended on its own: the process should exit (``rota worker``
+        does, non-zero) so that a supervisor starts a working one."""
         self._report_loop: asyncio.Task[None] | None = None
         self._closing = False
         self._draining = False
@@ -150,8 +154,9 @@ class Worker:
         )
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self._reporting(), name="rota-report")
+        self._heartbeat = self._heartbeat_loop()
         self._loops = [
-            self._heartbeat_loop(),
+            self._heartbeat,
             asyncio.create_task(
                 self.upkeep.rescuing(
                     self.settings.poll_interval, self.settings.rescue_batch, self._wake.set
@@ -262,6 +267,34 @@ class Worker:
         )
 
     async def _claiming(self) -> None:
+        """The claim loop, which ends only at ``stop``; if it cannot go on, the worker dies.
+
+        An error of one claim is logged and backed off from (``LoopBackoff``), but something
+        else may still end the loop (a ``BaseException``, a bug outside the claim).  A worker
+        that claims nothing while it heartbeats would look healthy for ever, so it then stops
+        heartbeating (``rota check`` and the dashboard see it dead; its jobs' leases expire
+        and are rescued) and sets ``dead``.
+        """
+        try:
+            await self._claim_until_stopped()
+        except BaseException as error:
+            self._died(error)
+            return
+        if not self._stopping.is_set():
+            self._died(None)
+
+    def _died(self, error: BaseException | None) -> None:
+        logger.critical(
+            "the claim loop ended (%s): this worker claims no more jobs and stops heartbeating",
+            "no error" if error is None else f"{type(error).__name__}: {error}",
+            exc_info=error,
+            extra={"event": "worker.claim_loop_died"},
+        )
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        self.dead.set()
+
+    async def _claim_until_stopped(self) -> None:
         """Poll every ``busy_poll`` while claims find work, doubling up to ``poll_interval``
         while they find none; with no free slot, wait for one."""
         backoff = LoopBackoff("claim", self.settings.max_backoff)
@@ -272,7 +305,7 @@ class Worker:
                 try:
                     claimed = await self._claim_free()
                     backoff.succeeded()
-                except StoreError as error:
+                except Exception as error:
                     claimed, idle_wait = 0, backoff.failed(error)
                 if claimed:
                     wait = idle_wait = self.settings.busy_poll
@@ -365,7 +398,7 @@ class Worker:
             try:
                 await self._flush()
                 backoff.succeeded()
-            except StoreError as error:
+            except Exception as error:
                 delay = backoff.failed(error)
                 if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
                     logger.error(
