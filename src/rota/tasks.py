@@ -13,6 +13,7 @@ from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
+from rota.runtime import isolation as isolation_
 
 Handler = Callable[..., Any]
 
@@ -38,6 +39,10 @@ class TaskDefinition:
     unique: bool = False
     """Derive a unique key from the arguments: an identical job already waiting or running
     is returned instead of a second one."""
+    isolation: isolation_.Isolation = "thread"
+    """``"process"``: run each attempt of a sync handler in a child process, which a timeout,
+    a cancel or a shutdown really stops, and whose crash fails only that attempt
+    (``rota.runtime.isolation`` says what crosses to the child)."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -61,6 +66,7 @@ class TaskDefinition:
         object.__setattr__(self, "signature", signature)
         object.__setattr__(self, "takes_context", bool(signature.parameters))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
+        isolation_.check(self.name, self.handler, self.isolation, self.is_async)
         if self.cron is not None:
             Cron(self.cron, self.tz)
         if self.cron is not None and self.argument_problem((), {}) is not None:
@@ -113,6 +119,7 @@ class TaskOptions(TypedDict, total=False):
     queue: str
     priority: int
     unique: bool
+    isolation: isolation_.Isolation
 
 
 class TaskRegistry:

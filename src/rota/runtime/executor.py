@@ -19,6 +19,7 @@ from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attemp
 from rota.errors import ExecutionFailed, InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
+from rota.runtime import isolation
 from rota.runtime.threads import Threads
 from rota.runtime.timer import Timer
 from rota.tasks import TaskDefinition, TaskRegistry
@@ -120,6 +121,10 @@ class Executor:
     ) -> tuple[asyncio.Future[Any], Future[Any] | None]:
         if definition.is_async:
             return asyncio.ensure_future(_guarded_async(definition, ctx, job)), None
+        if definition.isolation == "process":
+            # A task that stops its child process when cancelled, done once the child exited:
+            # ``_cancel`` then needs nothing more than for an async handler.
+            return asyncio.ensure_future(isolation.run(definition, ctx, job)), None
         thread = self.threads.submit(_guarded_sync, definition, ctx, job)
         return asyncio.wrap_future(thread), thread
 

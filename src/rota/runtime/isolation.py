@@ -1,0 +1,346 @@
+"""``isolation="process"``: each attempt of a sync handler runs in a child process of its own.
+
+A thread cannot be stopped, and a handler that calls ``os._exit``, segfaults or exhausts memory
+takes its whole process with it.  A child process can be stopped (SIGTERM, then SIGKILL
+``KILL_AFTER`` seconds later) and can die alone: the attempt fails with an error naming how,
+and the worker carries on.
+
+What crosses to the child, and back:
+
+* the handler, **by reference** (its module and qualified name, as pickle does): the child
+  imports the module and looks the name up, so closures, lambdas and functions defined inside
+  other functions cannot be isolated (``ConfigError`` when the task is defined);
+* the arguments, as the JSON the job stores, and the return value, as JSON (one that is not
+  JSON is dropped with a warning: rota keeps no results);
+* a ``JobContext`` with the same ``job_id``, ``task``, ``queue``, ``attempt`` and
+  ``scheduled_at``, and a logger of the same name.
+
+What does not cross: objects in the parent's memory (module state is the child's own, fresh
+from importing the module), logging configured in the parent (configure it again in the
+child, e.g. when the handler's module is imported, to see ``ctx.logger`` records there), and
+``ctx.cancelled`` as an object: the parent sends SIGTERM instead, which in the child sets
+``ctx.cancelled`` and raises ``Terminated`` (a ``BaseException``) in the handler so that its
+``finally`` blocks run.  A child that has not exited ``KILL_AFTER`` seconds later is SIGKILLed.
+An exception the handler raises becomes the attempt's error (its type, message and traceback
+text); an exit without a result becomes ``EXECUTION_FAILED`` naming the exit code or signal.
+
+Children are started with multiprocessing's ``spawn`` method (a fresh interpreter: never a fork
+of the worker's threads), so the handler's module is imported once per attempt.  POSIX only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import traceback
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Literal
+
+from rota.context import JobContext
+from rota.errors import ConfigError, ExecutionFailed, RotaError
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from rota.core.model import Job
+    from rota.tasks import TaskDefinition
+
+Isolation = Literal["thread", "process"]
+ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
+KILL_AFTER = 0.5
+"""Seconds between SIGTERM and SIGKILL.  Real seconds, whatever the instance's clock: they
+bound how long a real process may take to die."""
+_READ = 65_536
+
+logger = logging.getLogger("rota.isolation")
+
+
+class Terminated(BaseException):
+    """Raised in an isolated handler when the worker stops its attempt (SIGTERM)."""
+
+
+class ChildFailed(RotaError):
+    """The exception an isolated handler raised, rebuilt in the worker from its JSON record.
+
+    Each one is an instance of a class made to carry the original's module and qualified name
+    (and ``code``, for a rota error), so the attempt's error names the handler's exception;
+    the child's traceback text is its ``__cause__``.
+    """
+
+    code = ExecutionFailed.code
+
+
+class ChildTraceback(Exception):
+    """The traceback text of an exception raised in an isolated handler."""
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0]).rstrip("\n")
+
+
+def check(task: str, handler: Any, isolation: object, is_async: bool) -> None:
+    """Refuse, when a task is defined, an isolation a child process could not carry out."""
+    if isolation not in ISOLATIONS:
+        raise ConfigError(
+            f"task {task!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
+        )
+    if isolation == "thread":
+        return
+    if is_async:
+        raise ConfigError(
+            f"task {task!r}: isolation='process' runs sync handlers only; an async handler is "
+            "cancelled on the worker's event loop"
+        )
+    module = getattr(handler, "__module__", None)
+    qualname = getattr(handler, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        raise ConfigError(
+            f"task {task!r}: isolation='process' needs a handler a child process can import by "
+            f"name (a module-level function), not {handler!r}: closures, lambdas and functions "
+            "defined inside functions do not cross to a child process"
+        )
+
+
+async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
+    """Run one attempt in a child process; its JSON result, or raise what went wrong.
+
+    Cancelling this coroutine stops the child (SIGTERM, then SIGKILL) and returns only once
+    the child has exited, so the caller knows the handler has really stopped.
+    """
+    handler = definition.handler
+    spec = json.dumps(
+        {
+            "module": handler.__module__,
+            "qualname": handler.__qualname__,
+            "context": definition.takes_context,
+            "args": list(job.args),
+            "kwargs": job.kwargs,
+            "job_id": ctx.job_id,
+            "task": ctx.task,
+            "queue": ctx.queue,
+            "attempt": ctx.attempt,
+            "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
+        }
+    )
+    child = _Child(spec)
+    try:
+        output = await child.finished()
+    except BaseException:
+        await child.stop()
+        raise
+    finally:
+        child.close()
+    return _outcome(output, child.exitcode, child.pid, ctx)
+
+
+class _Child:
+    """One child process, the pipe it writes its outcome to, and the one that keeps it alive."""
+
+    def __init__(self, spec: str) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._output, child_output = context.Pipe(duplex=False)
+        child_lifeline, self._lifeline = context.Pipe(duplex=False)
+        self.process: BaseProcess = context.Process(
+            target=_child_main, args=(spec, child_output, child_lifeline), name="rota-isolated"
+        )
+        try:
+            self.process.start()
+        finally:
+            child_output.close()
+            child_lifeline.close()
+        self.pid = self.process.pid
+        self.exitcode: int | None = None
+        self._chunks: list[bytes] = []
+        self._closed = False
+
+    async def finished(self) -> bytes:
+        """Wait for the child to exit; what it wrote."""
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+        fd, sentinel = self._output.fileno(), self.process.sentinel
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
+        loop.add_reader(sentinel, _settle, exited)
+        try:
+            await exited
+        finally:
+            loop.remove_reader(fd)
+            loop.remove_reader(sentinel)
+        self._read_all()
+        self._reap()
+        return b"".join(self._chunks)
+
+    def _read(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            chunk = os.read(self._output.fileno(), _READ)
+            if chunk:
+                self._chunks.append(chunk)
+
+    def _read_all(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._output.fileno(), _READ):
+                self._chunks.append(chunk)
+
+    def _reap(self) -> None:
+        self.process.join()
+        self.exitcode = self.process.exitcode
+
+    async def stop(self) -> None:
+        """SIGTERM, SIGKILL after ``KILL_AFTER`` s; return once the child has exited."""
+        if self.exitcode is not None or self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+        sentinel = self.process.sentinel
+        loop.add_reader(sentinel, _settle, exited)
+        try:
+            self.process.terminate()
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), KILL_AFTER)
+            except asyncio.TimeoutError:
+                logger.warning(
+                    "isolated child %s ignored SIGTERM for %s s; killing it",
+                    self.pid,
+                    KILL_AFTER,
+                    extra={"event": "job.child_killed"},
+                )
+                self.process.kill()
+                await exited
+        finally:
+            loop.remove_reader(sentinel)
+            if self.process.exitcode is None:  # interrupted while waiting: never leave it behind
+                self.process.kill()
+            self._reap()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if self.exitcode is None:
+            self.process.kill()
+            self._reap()
+        self._closed = True
+        self._output.close()
+        self._lifeline.close()
+        self.process.close()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _outcome(output: bytes, exitcode: int | None, pid: int | None, ctx: JobContext) -> Any:
+    record: dict[str, Any] | None = None
+    with contextlib.suppress(ValueError):
+        loaded = json.loads(output)
+        record = loaded if isinstance(loaded, dict) else None
+    if record is not None and "result" in record:
+        if record.get("dropped"):
+            ctx.logger.warning(
+                "the isolated handler returned a %s, which is not JSON; it is dropped",
+                record["dropped"],
+            )
+        return record["result"]
+    if record is not None and "error" in record:
+        raise _rebuilt(record["error"])
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        raise ExecutionFailed(f"child process {pid} was killed by signal {name}")
+    raise ExecutionFailed(f"child process {pid} exited with code {exitcode} and no result")
+
+
+def _rebuilt(error: dict[str, Any]) -> ChildFailed:
+    module, _, qualname = str(error.get("type", "builtins.Exception")).rpartition(".")
+    namespace = {"__module__": module or "builtins", "__qualname__": qualname}
+    if error.get("code"):
+        namespace["code"] = str(error["code"])
+    kind = type(qualname.rpartition(".")[2] or "Exception", (ChildFailed,), namespace)
+    failure: ChildFailed = kind(str(error.get("message", "")))
+    failure.__cause__ = ChildTraceback(str(error.get("traceback", "")))
+    return failure
+
+
+# -- in the child --------------------------------------------------------------------------
+
+
+def _child_main(spec: str, output: Connection, lifeline: Connection) -> None:
+    """The child's whole life: run the handler once, write the outcome as JSON, exit."""
+    threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
+    data = json.loads(spec)
+    scheduled = data["scheduled_at"]
+    ctx = JobContext(
+        job_id=data["job_id"],
+        task=data["task"],
+        queue=data["queue"],
+        attempt=data["attempt"],
+        scheduled_at=datetime.fromisoformat(scheduled) if scheduled else None,
+        logger=logging.LoggerAdapter(
+            logging.getLogger(f"rota.task.{data['task']}"),
+            {"job_id": data["job_id"], "task": data["task"], "attempt": data["attempt"]},
+        ),
+    )
+
+    def terminated(signum: int, frame: object) -> None:
+        ctx.cancelled.set()
+        raise Terminated("the attempt was stopped (timeout, cancel or shutdown): SIGTERM")
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        handler = _resolve(data["module"], data["qualname"])
+        arguments = (ctx, *data["args"]) if data["context"] else ()
+        result = handler(*arguments, **(data["kwargs"] if data["context"] else {}))
+        try:
+            text = json.dumps({"result": result}, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            text = json.dumps({"result": None, "dropped": type(result).__qualname__})
+    except BaseException as exc:
+        text = json.dumps({"error": _record(exc)})
+    _write(output.fileno(), text.encode())
+    logging.shutdown()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)  # neither wait for threads the handler left nor run the parent's atexit hooks
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    target: Any = (
+        sys.modules["__main__"] if module == "__main__" else importlib.import_module(module)
+    )
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _record(exc: BaseException) -> dict[str, str]:
+    kind = type(exc)
+    return {
+        "type": f"{kind.__module__}.{kind.__qualname__}",
+        "message": str(exc) or repr(exc),
+        "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
+        "code": exc.code if isinstance(exc, RotaError) else "",
+    }
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _exit_with_parent(lifeline: Connection) -> None:
+    """End the child when the worker dies (its end of the lifeline closes): no orphan runs on."""
+    with contextlib.suppress(EOFError, OSError):
+        lifeline.recv_bytes()
+    os._exit(70)
