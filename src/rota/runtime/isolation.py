@@ -25,7 +25,9 @@ An exception the handler raises becomes the attempt's error (its type, message a
 text); an exit without a result becomes ``EXECUTION_FAILED`` naming the exit code or signal.
 
 Children are started with multiprocessing's ``spawn`` method (a fresh interpreter: never a fork
-of the worker's threads), so the handler's module is imported once per attempt.  POSIX only.
+of the worker's threads), so the handler's module is imported once per attempt, and so is the
+worker's main script, as ``__mp_main__``: a script that defines tasks keeps its start-up under
+``if __name__ == "__main__":``.  POSIX only.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ Isolation = Literal["thread", "process"]
 ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
 KILL_AFTER = 0.5
 """Seconds between SIGTERM and SIGKILL.  Real seconds, whatever the instance's clock: they
-bound how long a real process may take to die."""
+bound how long a real process may take to die.  Under the worker's ``INTERRUPTED_SETTLE``, so
+that at shutdown a killed child counts as stopped and its job is released, not abandoned."""
 _READ = 65_536
 
 logger = logging.getLogger("rota.isolation")
