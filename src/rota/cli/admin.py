@@ -17,12 +17,20 @@ from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import head_revision, open_store, upgrade_sql
+from rota.store.base import MIGRATION_LOCK_TIMEOUT
 
 
 @click.command()
 @database_options
 @click.option("--sql", "as_sql", is_flag=True, help="Print the DDL instead of applying it.")
-def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0),
+    default=MIGRATION_LOCK_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for another migration of these tables (their prefix) to end.",
+)
+def migrate(url: str | None, table_prefix: str, as_sql: bool, lock_timeout: float) -> None:
     """Apply the schema migrations, or print their SQL for review."""
     target = url or default_url()
     try:
@@ -31,7 +39,7 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool) -> None:
             return
         store = open_store(target, table_prefix)
         try:
-            applied = store.migrate()
+            applied = store.migrate(lock_timeout)
             revision = store.schema_status().revision
         finally:
             store.dispose()

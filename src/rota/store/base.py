@@ -31,6 +31,9 @@ from rota.core.model import (
 )
 from rota.core.transitions import Transition
 
+MIGRATION_LOCK_TIMEOUT = 120.0
+"""Seconds ``migrate`` waits for another process's migration of the same tables."""
+
 CallerConnection: TypeAlias = Connection
 """A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
@@ -80,10 +83,13 @@ class Store(Protocol):
         """The DB-API driver's name and version; needs no connection."""
         ...
 
-    def migrate(self) -> list[str]:
+    def migrate(self, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) -> list[str]:
         """Bring the schema to this release's newest revision; safe when several processes
         start together.  Return the revisions applied, oldest first (none when it was up to
         date, or newer than this release: a rolling deploy's old processes must still start).
+
+        Migrations of one database and table prefix take turns under a lock; ``StoreError``
+        when it is not free within ``lock_timeout`` seconds.
         """
         ...
 

@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
 
-from rota.store.base import SchemaStatus
+from rota.store.base import MIGRATION_LOCK_TIMEOUT, SchemaStatus
 from rota.store.database import Database
 from rota.store.urls import normalise_url
 
@@ -84,7 +84,7 @@ def schema_status(database: Database) -> SchemaStatus:
     return SchemaStatus(current, head, schema_state(current, head), problem)
 
 
-def upgrade(database: Database) -> list[str]:
+def upgrade(database: Database, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) -> list[str]:
     """Bring the schema to the newest revision; safe when several processes start together.
     Return the revisions this call applied, oldest first: none if it was up to date already,
     or newer than this release (a rolling deploy's old processes must still start).
@@ -95,7 +95,7 @@ def upgrade(database: Database) -> list[str]:
         _IN_PROCESS,
         database.translate_errors(),
         database.engine.connect() as connection,
-        database.dialect.migration_lock(connection),
+        database.dialect.migration_lock(connection, database.table_prefix, lock_timeout),
     ):
         before = _revision(connection, database.table_prefix)
         head = head_revision()

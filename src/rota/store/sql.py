@@ -18,7 +18,7 @@ from rota.core.model import Counts, Job, JobState, NewJob, Stranded, WorkerInfo
 from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
-from rota.store.base import CallerConnection, SchemaStatus, ServerInfo
+from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection, SchemaStatus, ServerInfo
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
@@ -71,8 +71,8 @@ class SqlStore:
     def server_time(self) -> datetime | None:
         return self.database.server_time()
 
-    def migrate(self) -> list[str]:
-        return migrate.upgrade(self.database)
+    def migrate(self, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) -> list[str]:
+        return migrate.upgrade(self.database, lock_timeout)
 
     def schema_status(self) -> SchemaStatus:
         return migrate.schema_status(self.database)

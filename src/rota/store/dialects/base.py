@@ -8,13 +8,15 @@ rota does differently there.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy import Select, Table, event, insert, text, update
+from sqlalchemy import Select, Table, event, insert, update
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext
@@ -25,6 +27,10 @@ from rota.store.base import ServerInfo
 
 logger = logging.getLogger("rota.store")
 MIGRATION_LOCK = "rota_migrate"
+LOCK_NAME_LIMIT = 64
+"""MySQL's longest lock name."""
+LOCK_POLL = 1.0
+"""Longest single wait for the migration lock, well below any read timeout."""
 KEEPALIVE_PROBES = 3
 
 
@@ -79,8 +85,6 @@ class Dialect:
     product: ClassVar[str]
     drivers: ClassVar[Mapping[str, str]] = {}
     """Bare URL schemes and the driver rota ships an extra for (``mysql`` → ``mysql+pymysql``)."""
-    migration_lock_sql: ClassVar[tuple[str, str] | None] = None
-    """Statements taking and releasing a server-wide named lock (``:name``), if it has one."""
 
     def normalise(self, url: URL) -> URL:
         """Name the default driver when the URL names none."""
@@ -132,18 +136,44 @@ class Dialect:
         return None
 
     @contextlib.contextmanager
-    def migration_lock(self, connection: Connection) -> Iterator[None]:
-        """Held while migrating, so that processes starting together take turns."""
-        if self.migration_lock_sql is None:
-            yield
-            return
-        lock, unlock = self.migration_lock_sql
-        connection.execute(text(lock), {"name": MIGRATION_LOCK})
+    def migration_lock(self, connection: Connection, prefix: str, timeout: float) -> Iterator[None]:
+        """Held while migrating, so that processes starting together take turns.
+
+        The lock is named after the database and the table prefix: applications with other
+        prefixes on the same server migrate at the same time.  Not getting it within
+        ``timeout`` seconds is a ``StoreError`` naming it, never a migration without it.
+        """
+        name = migration_lock_name(connection.engine.url.database, prefix)
+        if not self.take_lock(connection, name, timeout):
+            raise StoreError(
+                f"migration lock {name!r} not free after {timeout:g} s: another process is "
+                "migrating these tables, or a session holds the lock; try again once it is done"
+            )
         try:
             yield
         finally:
-            connection.execute(text(unlock), {"name": MIGRATION_LOCK})
+            self.release_lock(connection, name)
             connection.commit()
+
+    def take_lock(self, connection: Connection, name: str, timeout: float) -> bool:
+        """Take the session-level named lock ``name``, waiting up to ``timeout`` seconds in
+        short tries (a statement blocked for long would look like a dead link); whether it
+        was taken."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if self.try_lock(connection, name, max(0.0, min(LOCK_POLL, remaining))):
+                return True
+            if remaining <= 0:
+                return False
+
+    def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
+        """One try at the named lock, taking up to ``wait`` seconds.  A backend without
+        named locks (SQLite: a single writer) has nothing to take."""
+        return True
+
+    def release_lock(self, connection: Connection, name: str) -> None:
+        """Release what ``take_lock`` took."""
 
     def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
         return query.with_for_update(skip_locked=True)
@@ -212,3 +242,12 @@ def lost_connection(error: sa_exc.DBAPIError) -> bool:
 
 def server_version(connection: Connection) -> str:
     return ".".join(str(part) for part in connection.dialect.server_version_info or ())
+
+
+def migration_lock_name(database: str | None, prefix: str) -> str:
+    """``rota_migrate:<database>:<prefix>``, or its digest when longer than a MySQL lock name
+    may be (a lock on a MySQL server spans all of its databases)."""
+    name = f"{MIGRATION_LOCK}:{database or ''}:{prefix}"
+    if len(name) <= LOCK_NAME_LIMIT:
+        return name
+    return f"{MIGRATION_LOCK}:{hashlib.sha256(name.encode()).hexdigest()[:40]}"

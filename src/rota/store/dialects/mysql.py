@@ -18,7 +18,7 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   idle), so ``TCP_KEEPIDLE``/``KEEPINTVL``/``KEEPCNT`` and ``TCP_USER_TIMEOUT`` are set on each
   new socket. A read timeout cannot tell a dead link from a long wait, so it must stay above the
   longest wait rota's statements can meet: a row-lock wait of ``innodb_lock_wait_timeout``
-  (50 s by default on both) and the migration lock's ``GET_LOCK`` wait. MySQL 8 also has
+  (50 s by default on both); the migration lock waits in ``GET_LOCK`` tries of 1 s. MySQL 8 has
   ``MAX_EXECUTION_TIME`` and MariaDB ``max_statement_time``, server-side bounds on how long a
   statement runs; neither notices a dead link (the server cannot tell the client), so rota sets
   none. MySQL 8 closes idle sessions after ``wait_timeout`` with error 4031 first, MariaDB
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Select, Table, event, insert, update
+from sqlalchemy import Select, Table, event, insert, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
@@ -56,7 +56,6 @@ class MySQLDialect(Dialect):
     name = "mysql"
     product = "MySQL"
     drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
-    migration_lock_sql = ("SELECT GET_LOCK(:name, 120)", "SELECT RELEASE_LOCK(:name)")
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         return {
@@ -133,6 +132,17 @@ class MySQLDialect(Dialect):
             update(table).where(table.c.id.in_([row.id for row in rows])).values(changes)
         )
         return [{**row._mapping, **values, "attempt": row.attempt + 1} for row in rows]
+
+    def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
+        """``GET_LOCK``: 1 when taken, 0 when the wait ran out, NULL on an error (a killed
+        session), which is no lock either."""
+        taken = connection.execute(
+            text("SELECT GET_LOCK(:name, :wait)"), {"name": name, "wait": wait}
+        )
+        return taken.scalar() == 1
+
+    def release_lock(self, connection: Connection, name: str) -> None:
+        connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": name})
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         return lost_connection(error) or _errno(error) in TRANSIENT

@@ -9,11 +9,13 @@ cut legitimate waits (the migration's advisory lock, a long migration), so rota 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import Insert
 
 from rota.store.dialects.base import ConnectionSettings, Dialect, lost_connection
@@ -29,10 +31,6 @@ class PostgreSQLDialect(Dialect):
     name = "postgresql"
     product = "PostgreSQL"
     drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
-    migration_lock_sql = (
-        "SELECT pg_advisory_lock(hashtext(:name))",
-        "SELECT pg_advisory_unlock(hashtext(:name))",
-    )
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         idle, interval, count = connection.keepalive_probes()
@@ -54,6 +52,18 @@ class PostgreSQLDialect(Dialect):
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
         """``ON CONFLICT``, because a failed insert would abort the whole transaction."""
         return postgresql.insert(table).values(rows).on_conflict_do_nothing()
+
+    def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
+        """A session advisory lock keyed by the name's hash (advisory locks are per database);
+        ``pg_try_advisory_lock`` does not wait, so a miss sleeps out ``wait``."""
+        key = {"name": name}
+        if connection.execute(text("SELECT pg_try_advisory_lock(hashtext(:name))"), key).scalar():
+            return True
+        time.sleep(wait)
+        return False
+
+    def release_lock(self, connection: Connection, name: str) -> None:
+        connection.execute(text("SELECT pg_advisory_unlock(hashtext(:name))"), {"name": name})
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         if lost_connection(error):
