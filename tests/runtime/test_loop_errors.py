@@ -24,7 +24,8 @@ from rota import JobContext, JobState, Rota
 from rota.core.model import Job
 from rota.observe.events import EventLog
 from rota.runtime.executor import Executor
-from rota.runtime.worker import Pool, Worker, WorkerSettings
+from rota.runtime.settings import Pool, WorkerSettings
+from rota.runtime.worker import Worker
 from rota.store.base import Store
 from rota.testing import VirtualClock
 from tests.conftest import Database

@@ -25,7 +25,8 @@ from rota.core.transitions import LEASE_EXPIRED, lease_until
 from rota.observe.events import EventLog
 from rota.runtime.executor import Executor
 from rota.runtime.scheduler import Scheduler, SchedulerSettings
-from rota.runtime.worker import Pool, Worker, WorkerSettings
+from rota.runtime.settings import Pool, WorkerSettings
+from rota.runtime.worker import Worker
 from rota.testing import VirtualClock
 from tests.helpers import eventually
 

@@ -30,8 +30,9 @@ from rota.runtime.maintenance import Retention
 from rota.runtime.parts import Parts
 from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
 from rota.runtime.schedules import ScheduleControl
+from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.threads import HandlerThreads
-from rota.runtime.worker import Pool, Worker, WorkerSettings
+from rota.runtime.worker import Worker
 from rota.store.urls import describe_url
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import socket
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rota.core.model import DrainResult, Job, JobState, WorkerInfo
@@ -26,45 +26,15 @@ from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import SHUTDOWN, Executor
-from rota.runtime.maintenance import Retention
+from rota.runtime.reports import Reports
+from rota.runtime.settings import WorkerSettings
 from rota.runtime.upkeep import Upkeep
 from rota.store.base import Store
 
-FINAL_REPORT_ATTEMPTS = 8
 INTERRUPTED_SETTLE = 1.0
 """Seconds an interrupted handler has, at the end of a stop's grace, to show it stopped."""
 RESCUE_BATCH = 1_000
 logger = logging.getLogger("rota.worker")
-
-
-@dataclass(frozen=True)
-class Pool:
-    """Queues that share ``limit`` concurrent jobs; a queue with its own limit is a pool."""
-
-    queues: tuple[str, ...]
-    limit: int
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    """How one worker runs; ``Rota``'s settings (``RotaConfig``) give the values."""
-
-    pools: tuple[Pool, ...]
-    poll_interval: float
-    lease_seconds: float
-    busy_poll: float = 0.05
-    rescue_batch: int = 100
-    prune_interval: float = 60.0
-    retention: Retention = field(default_factory=Retention)
-    max_backoff: float = 30.0
-
-    @property
-    def queues(self) -> tuple[str, ...]:
-        return tuple(queue for pool in self.pools for queue in pool.queues)
-
-    @property
-    def concurrency(self) -> int:
-        return sum(pool.limit for pool in self.pools)
 
 
 @dataclass
@@ -105,10 +75,8 @@ class Worker:
         )
         self._running: dict[int, Running] = {}
         self._busy = [0] * len(settings.pools)
-        self._unreported: list[Transition] = []
         self._outcomes: Counter[JobState] = Counter()
         self._wake = asyncio.Event()
-        self._report_wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._settled = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
@@ -118,7 +86,9 @@ class Worker:
         """Set when the claim loop ended on its own: the process should exit (``rota worker``
         does, non-zero) so that a supervisor starts a working one."""
         self._report_loop: asyncio.Task[None] | None = None
-        self._closing = False
+        self.reports = Reports(
+            self.id, store, db_call, self.clock, self.timer, settings.max_backoff
+        )
         self._draining = False
         self._abandon = asyncio.Event()
         self._abandoned: list[Job] = []
@@ -144,6 +114,7 @@ class Worker:
             concurrency=self.settings.concurrency,
             started_at=now,
             heartbeat_at=now,
+            heartbeat_seconds=self.settings.lease_seconds / 3,
         )
         await self._db(self.store.register_worker, info)
         self.events.emit(
@@ -153,7 +124,7 @@ class Worker:
             concurrency=info.concurrency,
         )
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
-        self._report_loop = asyncio.create_task(self._reporting(), name="rota-report")
+        self._report_loop = asyncio.create_task(self.reports.writing(), name="rota-report")
         self._heartbeat = self._heartbeat_loop()
         self._loops = [
             self._heartbeat,
@@ -188,8 +159,8 @@ class Worker:
                 if self._running:
                     self._wake.clear()
                     await self._wake.wait()
-                elif self._unreported:
-                    await self._flush()
+                elif self.reports.pending:
+                    await self.reports.flush()
                 else:
                     break
         finally:
@@ -225,8 +196,7 @@ class Worker:
                 ", ".join(str(job.id) for job in self._abandoned),
                 extra={"event": "worker.abandoned", "jobs": [j.id for j in self._abandoned]},
             )
-        self._closing = True
-        self._report_wake.set()
+        self.reports.close()
         if self._report_loop is not None:
             await self._report_loop
         for loop in self._loops:
@@ -261,7 +231,7 @@ class Worker:
                 deadline.cancel()
 
     def _heartbeat_loop(self) -> asyncio.Task[None]:
-        held = lambda: {*self._running, *(t.job_id for t in self._unreported)}  # noqa: E731
+        held = lambda: {*self._running, *self.reports.held()}  # noqa: E731
         return asyncio.create_task(
             self.upkeep.heartbeating(held, self._interrupt), name="rota-heartbeat"
         )
@@ -368,9 +338,8 @@ class Worker:
                 self._wake.set()
 
     def _report(self, transition: Transition) -> None:
-        self._unreported.append(transition)
+        self.reports.add(transition)
         self._outcomes[transition.target] += 1
-        self._report_wake.set()
 
     async def _stopped(self, handler: asyncio.Future[Any]) -> bool:
         """Whether an interrupted handler has really stopped; its slot stays taken until then.
@@ -388,48 +357,6 @@ class Worker:
         finally:
             abandon.cancel()
         return handler.done()
-
-    async def _reporting(self) -> None:
-        """The only writer of finished attempts; on stop it writes what is left, then ends."""
-        backoff = LoopBackoff("report", self.settings.max_backoff)
-        while True:
-            await self._report_wake.wait()
-            self._report_wake.clear()
-            try:
-                await self._flush()
-                backoff.succeeded()
-            except Exception as error:
-                delay = backoff.failed(error)
-                if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
-                    logger.error(
-                        "giving up reporting %d finished job(s); their leases will expire and "
-                        "they will run again",
-                        len(self._unreported),
-                        extra={"event": "worker.report_abandoned"},
-                    )
-                    return
-                await self.timer.sleep(min(delay, 2.0) if self._closing else delay)
-                self._report_wake.set()
-                continue
-            if self._closing and not self._unreported:
-                return
-
-    async def _flush(self) -> None:
-        batch, self._unreported = self._unreported, []
-        if not batch:
-            return
-        try:
-            applied = await self._db(self.store.complete, self.id, batch, self.clock.now())
-        except BaseException:
-            self._unreported[:0] = batch
-            raise
-        if applied < len(batch):
-            logger.warning(
-                "%d of %d finished jobs were no longer held by this worker (lease expired?)",
-                len(batch) - applied,
-                len(batch),
-                extra={"event": "worker.lost_jobs"},
-            )
 
     def _interrupt(self, job_id: int, reason: str) -> None:
         run = self._running.get(job_id)

@@ -1,0 +1,41 @@
+"""What one worker is told: its pools of slots, its polling, leases and housekeeping.
+
+``Rota``'s settings (``RotaConfig``) give the values; ``Lifecycle`` builds them per process,
+narrowed by ``rota worker --queues`` / ``--concurrency``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rota.runtime.maintenance import Retention
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Queues that share ``limit`` concurrent jobs; a queue with its own limit is a pool."""
+
+    queues: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How one worker runs; ``Rota``'s settings (``RotaConfig``) give the values."""
+
+    pools: tuple[Pool, ...]
+    poll_interval: float
+    lease_seconds: float
+    busy_poll: float = 0.05
+    rescue_batch: int = 100
+    prune_interval: float = 60.0
+    retention: Retention = field(default_factory=Retention)
+    max_backoff: float = 30.0
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        return tuple(queue for pool in self.pools for queue in pool.queues)
+
+    @property
+    def concurrency(self) -> int:
+        return sum(pool.limit for pool in self.pools)
