@@ -19,7 +19,7 @@ from typing_extensions import Unpack
 from rota.config import RotaConfig, Settings, default_url
 from rota.core import values
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import LIVE_WORKER_WINDOW, Counts, DrainResult, Job, JobStatus
+from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
 from rota.observe.events import EventLog, Hook
@@ -206,7 +206,7 @@ class Rota:
         return await asyncio.to_thread(functools.partial(self.queue, task, *positional, **options))
 
     def _target(self, task: str | Handler) -> Target:
-        live = self.clock.now() - LIVE_WORKER_WINDOW
+        live = self.clock.now()
         return resolve(task, self.registry, lambda: self._ready(lambda: self.store.workers(live)))
 
     def job(self, job_id: int) -> Job:

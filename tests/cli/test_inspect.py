@@ -227,8 +227,10 @@ def test_check_reports_server_schema_workers_and_stranded_jobs(
         assert facts["driver"] == f"{driver} {importlib.metadata.version(distribution)}"
     assert facts["skip locked"] == ("single writer" if db.backend == "sqlite" else "yes")
     assert facts["schema"] == f"{head} (up to date)"
-    assert (facts["live workers"], facts["stranded jobs"]) == ("1", "3")
-    assert "box-1" in out and "gone" not in out
+    assert (facts["live workers"], facts["dead workers"], facts["stranded jobs"]) == ("1", "1", "3")
+    live, dead = out.split("Live workers:")[1].split("Dead workers:")
+    assert "box-1" in live and "gone" not in live
+    assert "gone" in dead.split("Pending jobs")[0], "listed as dead until its row is pruned"
     stranded = out.split("Pending jobs no live worker can run:")[1].splitlines()
     assert [columns(line) for line in stranded[3:]] == [
         ["ghost", "default", "2", "no live worker registers the task"],
@@ -239,6 +241,7 @@ def test_check_reports_server_schema_workers_and_stranded_jobs(
     assert data["ok"] is True and data["problems"] == []
     assert data["schema"] == {"revision": head, "head": head, "state": "up to date"}
     (worker,) = data["workers"]
+    assert [dead["host"] for dead in data["dead_workers"]] == ["gone"]
     assert (worker["host"], worker["pid"], worker["queues"]) == ("box-1", 4321, ["default"])
     assert 0 <= worker["heartbeat_age_seconds"] < 60
     assert datetime.fromisoformat(worker["started_at"]) < now

@@ -22,11 +22,14 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
-from rota.core.model import LIVE_WORKER_WINDOW, Stranded, WorkerInfo
+from rota.core.model import Stranded, WorkerInfo
 from rota.display import NONE, span
 from rota.errors import ConfigError, RotaError
 from rota.store import head_revision
 from rota.store.urls import describe_url, scrub
+
+EVER = datetime.min.replace(tzinfo=timezone.utc)
+"""Every worker row is live at this moment: ``workers(EVER)`` lists the dead ones too."""
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Report:
     schema_state: str | None = None
     head: str = field(default_factory=head_revision)
     workers: list[WorkerInfo] = field(default_factory=list)
+    dead: list[WorkerInfo] = field(default_factory=list)
+    """Workers that missed two heartbeats, whose rows the prune has not deleted yet."""
     stranded: list[Stranded] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
@@ -51,9 +56,9 @@ class Report:
 def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     """Check the database: server, driver, SKIP LOCKED, schema, live workers, stranded jobs.
 
-    A job is stranded when it is pending and no live worker (heartbeat within two minutes)
-    registers its task for its queue. Exits 1 when the database is unreachable or its schema
-    is missing or behind this version of rota.
+    A job is stranded when it is pending and no live worker (one that missed fewer than two
+    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable or
+    its schema is missing or behind this version of rota.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -87,9 +92,10 @@ def examine(rota: Rota, report: Report) -> None:
     if status.problem is not None:
         report.problems.append(status.problem)
         return
-    alive_since = report.checked_at - LIVE_WORKER_WINDOW
-    report.workers = store.workers(alive_since)
-    report.stranded = store.stranded(alive_since)
+    every = store.workers(EVER)
+    report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
+    report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
+    report.stranded = store.stranded(report.checked_at)
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -105,22 +111,26 @@ def as_dict(report: Report) -> dict[str, Any]:
             "head": report.head,
             "state": report.schema_state,
         },
-        "workers": [
-            {
-                "id": worker.id,
-                "host": worker.host,
-                "pid": worker.pid,
-                "queues": list(worker.queues),
-                "tasks": list(worker.tasks),
-                "concurrency": worker.concurrency,
-                "started_at": worker.started_at,
-                "heartbeat_at": worker.heartbeat_at,
-                "heartbeat_age_seconds": (report.checked_at - worker.heartbeat_at).total_seconds(),
-            }
-            for worker in report.workers
-        ],
+        "workers": [worker_dict(report, worker) for worker in report.workers],
+        "dead_workers": [worker_dict(report, worker) for worker in report.dead],
         "stranded_jobs": [asdict(row) for row in report.stranded],
         "checked_at": report.checked_at,
+    }
+
+
+def worker_dict(report: Report, worker: WorkerInfo) -> dict[str, Any]:
+    return {
+        "id": worker.id,
+        "host": worker.host,
+        "pid": worker.pid,
+        "queues": list(worker.queues),
+        "tasks": list(worker.tasks),
+        "concurrency": worker.concurrency,
+        "started_at": worker.started_at,
+        "heartbeat_at": worker.heartbeat_at,
+        "heartbeat_age_seconds": (report.checked_at - worker.heartbeat_at).total_seconds(),
+        "heartbeat_seconds": worker.heartbeat_seconds,
+        "live_until": worker.live_until,
     }
 
 
@@ -144,27 +154,12 @@ def show(report: Report) -> None:
     ]
     if report.schema_state in ("up to date", "newer"):
         facts.append(("live workers", str(len(report.workers))))
+        facts.append(("dead workers", str(len(report.dead))))
         facts.append(("stranded jobs", str(sum(row.pending for row in report.stranded))))
     items: list[RenderableType] = [pairs(facts)]
-    if report.workers:
-        workers = Grid(
-            Column("host", NAME),
-            Column("pid"),
-            Column("queues", NAME, drop=2),
-            Column("tasks", drop=3),
-            Column("up", drop=4),
-            Column("last heartbeat", drop=1),
-        )
-        for worker in report.workers:
-            workers.add_row(
-                worker.host,
-                str(worker.pid),
-                list(worker.queues) or NONE,
-                str(len(worker.tasks)),
-                span(report.checked_at - worker.started_at),
-                f"{span(report.checked_at - worker.heartbeat_at)} ago",
-            )
-        items += ["", "Live workers:", workers]
+    for title, listed in (("Live workers:", report.workers), ("Dead workers:", report.dead)):
+        if listed:
+            items += ["", title, workers_grid(report, listed)]
     if report.stranded:
         jobs = Grid(
             Column("task", NAME),
@@ -176,3 +171,24 @@ def show(report: Report) -> None:
             jobs.add_row(row.task, row.queue, str(row.pending), row.reason)
         items += ["", "Pending jobs no live worker can run:", jobs]
     render(*items)
+
+
+def workers_grid(report: Report, workers: list[WorkerInfo]) -> Grid:
+    grid = Grid(
+        Column("host", NAME),
+        Column("pid"),
+        Column("queues", NAME, drop=2),
+        Column("tasks", drop=3),
+        Column("up", drop=4),
+        Column("last heartbeat", drop=1),
+    )
+    for worker in workers:
+        grid.add_row(
+            worker.host,
+            str(worker.pid),
+            list(worker.queues) or NONE,
+            str(len(worker.tasks)),
+            span(report.checked_at - worker.started_at),
+            f"{span(report.checked_at - worker.heartbeat_at)} ago",
+        )
+    return grid

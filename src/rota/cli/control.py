@@ -13,7 +13,7 @@ import click
 
 from rota.app import Rota
 from rota.cli.common import JobId, connected, database_options, fail, job_id
-from rota.core.model import LIVE_WORKER_WINDOW, JobState, Schedule, ScheduleState
+from rota.core.model import JobState, Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
 
@@ -168,7 +168,7 @@ def run_now(name: str, url: str | None, table_prefix: str) -> None:
     with connected(url, table_prefix) as rota:
         job_id = rota.run_now(name)
         task = rota.job(job_id).task
-        live = rota.store.workers(rota.clock.now() - LIVE_WORKER_WINDOW)
+        live = rota.store.workers(rota.clock.now())
     click.echo(f"queued job {job_id} of schedule {name!r} (task {task})")
     if not any(task in worker.tasks for worker in live):
         click.echo(

@@ -10,8 +10,11 @@ from typing import Any
 
 DEFAULT_QUEUE = "default"
 LIVE_WORKER_WINDOW = timedelta(minutes=2)
-"""A worker whose heartbeat is older than this is taken for dead: its tasks and queues no
-longer count as served (``rota check``, the dashboard, jobs queued by name)."""
+"""How long after its last heartbeat a worker row that records no heartbeat interval (written
+by an older rota) still counts as live; a newer worker is live for two of its own intervals."""
+MISSED_HEARTBEATS = 2
+"""Heartbeats a worker may miss before it is taken for dead: its tasks and queues no longer
+count as served (``rota check``, the dashboard, jobs queued by name)."""
 MAX_JOB_ID = 2**63 - 1
 """Ids are positive 64-bit integers (``BIGINT``); a larger number names no job."""
 
@@ -134,6 +137,19 @@ class WorkerInfo:
     started_at: datetime
     heartbeat_at: datetime
     task_queues: dict[str, str] = field(default_factory=dict)
+    heartbeat_seconds: float | None = None
+    """The worker's heartbeat interval (a third of its lease); ``None`` in rows of older rotas."""
+
+    @property
+    def live_until(self) -> datetime:
+        """When the worker is taken for dead unless it heartbeats again: after two missed
+        heartbeats, so that one slow heartbeat does not make a live worker look dead."""
+        if self.heartbeat_seconds is None:
+            return self.heartbeat_at + LIVE_WORKER_WINDOW
+        return self.heartbeat_at + timedelta(seconds=MISSED_HEARTBEATS * self.heartbeat_seconds)
+
+    def is_live(self, now: datetime) -> bool:
+        return self.live_until >= now
 
 
 def claimable(workers: Sequence[WorkerInfo]) -> set[tuple[str, str]]:

@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 from rota.app import Rota
 from rota.core.cron import Cron, zone
 from rota.core.model import (
-    LIVE_WORKER_WINDOW,
     MAX_JOB_ID,
     Job,
     JobState,
@@ -120,7 +119,7 @@ def _scan(rota: Rota) -> tuple[list[Job], bool]:
 
 def live_workers(rota: Rota, now: datetime) -> list[dict[str, Any]]:
     """Workers with a recent heartbeat, each with the running jobs it leases."""
-    workers = rota.store.workers(now - LIVE_WORKER_WINDOW)
+    workers = rota.store.workers(now)
     running: dict[str, list[Job]] = defaultdict(list)
     if workers:
         for job in rota.store.jobs(states=(JobState.RUNNING,), limit=SCAN_LIMIT):
@@ -217,7 +216,7 @@ def overview(rota: Rota) -> dict[str, Any]:
         "scan_limit": SCAN_LIMIT,
         "chart": hourly_chart(jobs, now),
         "workers": live_workers(rota, now),
-        "stranded": rota.store.stranded(now - LIVE_WORKER_WINDOW),
+        "stranded": rota.store.stranded(now),
     }
 
 
@@ -266,7 +265,7 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         took = job.finished_at - job.started_at
     waiting = None
     if job.state is JobState.PENDING:
-        waiting = waiting_reason(job, rota.store.workers(now - LIVE_WORKER_WINDOW))
+        waiting = waiting_reason(job, rota.store.workers(now))
     return {
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
@@ -336,7 +335,7 @@ def schedules_page(rota: Rota) -> dict[str, Any]:
 
 def workers_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
-    return {"workers": live_workers(rota, now), "now": now, "window": LIVE_WORKER_WINDOW}
+    return {"workers": live_workers(rota, now), "now": now}
 
 
 def _label(value: str) -> str:
@@ -355,7 +354,7 @@ def metrics(rota: Rota) -> str:
         for state, count in states.items()
         if count
     }
-    workers = rota.store.workers(now - LIVE_WORKER_WINDOW)
+    workers = rota.store.workers(now)
     schedules = Counter(s.state.value for s in rota.store.schedules.all())
     lines = [
         "# HELP rota_jobs Jobs by state.",
@@ -368,8 +367,7 @@ def metrics(rota: Rota) -> str:
         for (queue, state), count in sorted(by_queue.items())
     ]
     lines += [
-        "# HELP rota_workers_live Workers with a heartbeat in the last "
-        f"{int(LIVE_WORKER_WINDOW.total_seconds())} seconds.",
+        "# HELP rota_workers_live Workers that missed fewer than two heartbeats.",
         "# TYPE rota_workers_live gauge",
         f"rota_workers_live {len(workers)}",
         "# HELP rota_schedules Schedules by state.",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rota.core.model import LIVE_WORKER_WINDOW, Job, JobState, ScheduleState
+from rota.core.model import Job, JobState, ScheduleState
 from rota.core.names import check_name
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
@@ -89,6 +89,6 @@ class Control:
     def _known_queues(self) -> list[str]:
         known = {*self.registry.queues(), *self.configured_queues, *self.store.waiting_queues()}
         known |= {schedule.spec.queue for schedule in self.store.schedules.all()}
-        for worker in self.store.workers(self.clock.now() - LIVE_WORKER_WINDOW):
+        for worker in self.store.workers(self.clock.now()):
             known |= set(worker.queues)
         return sorted(known)

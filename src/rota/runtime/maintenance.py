@@ -27,6 +27,8 @@ class Retention:
     succeeded: timedelta = timedelta(days=7)
     failed: timedelta = timedelta(days=30)
     """Also how long cancelled jobs are kept."""
+    workers: timedelta = timedelta(hours=1)
+    """How long the row of a worker that stopped heartbeating is kept (listed as dead)."""
     batch: int = 500
     max_batches: int = 200
 
@@ -50,9 +52,13 @@ def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
 def prune_if_leased(
     store: Store, owner: str, retention: Retention, now: datetime, lease: timedelta
 ) -> int | None:
-    """Prune when this owner holds (or takes) the prune lease; ``None`` when another does."""
+    """Prune when this owner holds (or takes) the prune lease; ``None`` when another does.
+
+    Rows of workers dead for longer than ``retention.workers`` go too (a worker killed with
+    SIGKILL never unregisters); their count is not in the jobs' count returned."""
     if not store.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
         return None
+    store.prune_workers(now - retention.workers)
     return prune_finished(store, retention, now)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from rota.core import payload, values
@@ -26,7 +26,6 @@ from rota.store.base import ScheduleStore
 from rota.tasks import Handler, TaskDefinition
 
 LIVE_STATES = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
-LIVE_WORKER_WINDOW = timedelta(minutes=2)
 
 
 def code_spec(definition: TaskDefinition, arguments: str) -> ScheduleSpec:
@@ -88,7 +87,7 @@ class ScheduleControl:
         now = self.clock.now()
         empty = payload.encode((), {})
         specs = [code_spec(task, empty) for task in self.registry if task.cron is not None]
-        live = self.store.workers(now - LIVE_WORKER_WINDOW)
+        live = self.store.workers(now)
         live_tasks = {task for worker in live for task in worker.tasks}
         disabled = sync_code_schedules(
             self.store.schedules, specs, self.registry.names(), live_tasks, now

@@ -220,13 +220,18 @@ class Store(Protocol):
 
     def unregister_worker(self, worker_id: str) -> None: ...
 
-    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
-        """Workers whose last heartbeat is at or after ``alive_since``, by id."""
+    def workers(self, alive_at: datetime) -> list[WorkerInfo]:
+        """Workers live at ``alive_at`` (``WorkerInfo.is_live``: their last heartbeat is
+        within two of their heartbeat intervals), by id."""
         ...
 
-    def stranded(self, alive_since: datetime) -> list[Stranded]:
-        """Pending jobs that none of the workers alive since then can claim, counted by task
-        and queue (sorted so), each with the reason."""
+    def prune_workers(self, before: datetime) -> int:
+        """Delete the rows of workers whose last heartbeat is older than ``before``; how many."""
+        ...
+
+    def stranded(self, alive_at: datetime) -> list[Stranded]:
+        """Pending jobs that none of the workers live at ``alive_at`` can claim, counted by
+        task and queue (sorted so), each with the reason."""
         ...
 
     def server_time(self) -> datetime | None:

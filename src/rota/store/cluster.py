@@ -33,10 +33,17 @@ class SqlCluster:
         workers = self.schema.workers
         self.database.write(delete(workers).where(workers.c.id == worker_id))
 
-    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
+    def workers(self, alive_at: datetime) -> list[WorkerInfo]:
+        """Each row's window is its own (two heartbeat intervals), so the rows are filtered
+        here; the table stays small, since rows of long-dead workers are pruned."""
         workers = self.schema.workers
-        query = select(workers).where(workers.c.heartbeat_at >= alive_since).order_by(workers.c.id)
-        return [to_worker(row._mapping) for row in self.database.fetch(query)]
+        query = select(workers).order_by(workers.c.id)
+        rows = (to_worker(row._mapping) for row in self.database.fetch(query))
+        return [worker for worker in rows if worker.is_live(alive_at)]
+
+    def prune_workers(self, before: datetime) -> int:
+        workers = self.schema.workers
+        return self.database.write(delete(workers).where(workers.c.heartbeat_at < before))
 
     def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
         """Take or renew the named lease unless another owner holds it past ``now``."""

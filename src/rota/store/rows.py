@@ -120,6 +120,7 @@ def worker_values(worker: WorkerInfo) -> dict[str, Any]:
         "concurrency": worker.concurrency,
         "started_at": worker.started_at,
         "heartbeat_at": worker.heartbeat_at,
+        "heartbeat_seconds": worker.heartbeat_seconds,
     }
 
 
@@ -135,6 +136,7 @@ def to_worker(data: Mapping[Any, Any]) -> WorkerInfo:
         concurrency=data["concurrency"],
         started_at=data["started_at"],
         heartbeat_at=data["heartbeat_at"],
+        heartbeat_seconds=data["heartbeat_seconds"],
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     Column,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -83,6 +84,7 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("concurrency", Integer, nullable=False),
         Column("started_at", UtcDateTime, nullable=False),
         Column("heartbeat_at", UtcDateTime, nullable=False),
+        Column("heartbeat_seconds", Float, nullable=True),
         Index(f"ix_{prefix}workers_heartbeat", "heartbeat_at"),
         **MYSQL_TABLE_OPTIONS,
     )

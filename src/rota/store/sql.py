@@ -158,8 +158,8 @@ class SqlStore:
     def waiting_queues(self) -> set[str]:
         return self._reads.waiting_queues()
 
-    def stranded(self, alive_since: datetime) -> list[Stranded]:
-        workers = self._cluster.workers(alive_since)
+    def stranded(self, alive_at: datetime) -> list[Stranded]:
+        workers = self._cluster.workers(alive_at)
         return Stranded.among(self._reads.pending_by_task_and_queue(), workers)
 
     # -- the cluster -----------------------------------------------------------------------
@@ -170,8 +170,11 @@ class SqlStore:
     def unregister_worker(self, worker_id: str) -> None:
         self._cluster.unregister_worker(worker_id)
 
-    def workers(self, alive_since: datetime) -> list[WorkerInfo]:
-        return self._cluster.workers(alive_since)
+    def workers(self, alive_at: datetime) -> list[WorkerInfo]:
+        return self._cluster.workers(alive_at)
+
+    def prune_workers(self, before: datetime) -> int:
+        return self._cluster.prune_workers(before)
 
     def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
         return self._cluster.acquire_lease(name, owner, now, until)

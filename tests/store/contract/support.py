@@ -77,6 +77,7 @@ def worker(
     heartbeat_at: datetime = START,
     tasks: dict[str, str] | None = None,
     queues: tuple[str, ...] = (DEFAULT_QUEUE,),
+    heartbeat_seconds: float | None = None,
 ) -> WorkerInfo:
     task_queues = tasks if tasks is not None else {"t": DEFAULT_QUEUE}
     return WorkerInfo(
@@ -89,4 +90,5 @@ def worker(
         started_at=heartbeat_at,
         heartbeat_at=heartbeat_at,
         task_queues=task_queues,
+        heartbeat_seconds=heartbeat_seconds,
     )

@@ -30,6 +30,28 @@ def test_workers_are_listed_while_their_heartbeat_is_recent(store: Store) -> Non
     assert [w.id for w in store.workers(START - MINUTE)] == ["b"]
 
 
+def test_a_worker_is_live_until_it_misses_two_of_its_own_heartbeats(store: Store) -> None:
+    second = timedelta(seconds=1)
+    store.register_worker(worker("fast", START, heartbeat_seconds=1.0))
+    store.register_worker(worker("slow", START, heartbeat_seconds=20.0))
+    store.register_worker(worker("old", START))  # a row of an older rota: the fixed window
+    assert [w.heartbeat_seconds for w in store.workers(START)] == [1.0, None, 20.0]
+    assert [w.id for w in store.workers(START + 2 * second)] == ["fast", "old", "slow"]
+    assert [w.id for w in store.workers(START + 3 * second)] == ["old", "slow"]
+    assert [w.id for w in store.workers(START + 41 * second)] == ["old"]
+    assert store.workers(START + 2 * MINUTE + second) == []
+    store.heartbeat("fast", [], START + 10 * second, START + MINUTE)
+    assert [w.id for w in store.workers(START + 11 * second)] == ["fast", "old", "slow"]
+
+
+def test_rows_of_long_dead_workers_are_pruned(store: Store) -> None:
+    store.register_worker(worker("dead", START - 2 * MINUTE))
+    store.register_worker(worker("live", START))
+    assert store.prune_workers(START - MINUTE) == 1
+    assert [w.id for w in store.workers(START - 10 * MINUTE)] == ["live"]
+    assert store.prune_workers(START - MINUTE) == 0
+
+
 def test_a_lease_is_held_by_one_owner_until_it_expires(store: Store) -> None:
     assert store.acquire_lease("prune", "p1", START, START + MINUTE) is True
     assert store.acquire_lease("prune", "p2", START, START + MINUTE) is False
