@@ -9,7 +9,7 @@ import time
 import traceback
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rota.context import JobContext
 from rota.core.backoff import RetryPolicy
@@ -216,28 +216,29 @@ def _cancel(runner: asyncio.Future[Any], thread: Future[Any] | None) -> asyncio.
     return asyncio.wrap_future(thread) if thread is not None else runner
 
 
+class _Carried:
+    """Lets a handler's ordinary exceptions through and turns what must not escape as it is
+    (``StopIteration``, ``SystemExit``, any other ``BaseException``) into ``HandlerExit``; the
+    worker's own cancellation of a task passes untouched."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> Literal[False]:
+        ordinary = isinstance(exc, Exception) and not isinstance(exc, StopIteration)
+        if exc is None or ordinary or isinstance(exc, asyncio.CancelledError):
+            return False
+        raise _exit(exc) from exc
+
+
 async def _guarded_async(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
-    try:
+    with _Carried():
         return await definition.call(ctx, job.args, job.kwargs)
-    except asyncio.CancelledError:
-        raise  # how the worker interrupts a task; a handler that cancels itself is seen so
-    except Exception as exc:
-        if not isinstance(exc, StopIteration):
-            raise
-        raise _exit(exc) from exc
-    except BaseException as exc:
-        raise _exit(exc) from exc
 
 
 def _guarded_sync(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
-    try:
+    with _Carried():
         return definition.call(ctx, job.args, job.kwargs)
-    except Exception as exc:
-        if not isinstance(exc, StopIteration):
-            raise
-        raise _exit(exc) from exc
-    except BaseException as exc:
-        raise _exit(exc) from exc
 
 
 def _exit(exc: BaseException) -> HandlerExit:
