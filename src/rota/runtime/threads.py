@@ -34,6 +34,9 @@ class HandlerThreads:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._idle = 0
+        """Threads waiting for work."""
+        self._waiting = 0
+        """Work submitted and not yet taken: each needs an idle thread, or a new one."""
         self._closed = False
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -41,7 +44,8 @@ class HandlerThreads:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the handler threads are shut down")
-            if self._idle == 0 and len(self._threads) < self.size:
+            self._waiting += 1
+            if self._idle < self._waiting and len(self._threads) < self.size:
                 thread = threading.Thread(
                     target=self._serve, name=f"{self.name}_{len(self._threads)}", daemon=True
                 )
@@ -65,6 +69,8 @@ class HandlerThreads:
             work = self._queue.get()
             with self._lock:
                 self._idle -= 1
+                if work is not None:
+                    self._waiting -= 1
             if work is None:
                 return
             future, function, args = work
