@@ -206,8 +206,8 @@ class Rota:
         return await asyncio.to_thread(functools.partial(self.queue, task, *positional, **options))
 
     def _target(self, task: str | Handler) -> Target:
-        live = self.clock.now()
-        return resolve(task, self.registry, lambda: self._ready(lambda: self.store.workers(live)))
+        now = self.clock.now()
+        return resolve(task, self.registry, lambda: self._ready(lambda: self.store.workers(now)))
 
     def job(self, job_id: int) -> Job:
         """The job's current record; raises ``JobNotFound`` (code ``JOB_NOT_FOUND``)."""

@@ -231,10 +231,13 @@ class Worker:
                 deadline.cancel()
 
     def _heartbeat_loop(self) -> asyncio.Task[None]:
-        held = lambda: {*self._running, *self.reports.held()}  # noqa: E731
         return asyncio.create_task(
-            self.upkeep.heartbeating(held, self._interrupt), name="rota-heartbeat"
+            self.upkeep.heartbeating(self._held, self._interrupt), name="rota-heartbeat"
         )
+
+    def _held(self) -> set[int]:
+        """The jobs whose leases this worker renews: running, or finished and not yet written."""
+        return {*self._running, *self.reports.held()}
 
     async def _claiming(self) -> None:
         """The claim loop, which ends only at ``stop``; if it cannot go on, the worker dies.
