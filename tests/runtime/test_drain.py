@@ -76,28 +76,29 @@ def test_drain_sees_a_cancel_of_a_running_job(make_rota: Callable[..., Rota]) ->
 
 def test_drain_keeps_each_queues_own_concurrency(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(queues={"default": 4, "serial": 1})
-    running: dict[str, int] = {"default": 0, "serial": 0}
-    peak: dict[str, int] = {"default": 0, "serial": 0}
+    all_four = threading.Barrier(4, timeout=10)
+    serial_running = 0
+    serial_peak = 0
     lock = threading.Lock()
-
-    def body(queue: str) -> None:
-        with lock:
-            running[queue] += 1
-            peak[queue] = max(peak[queue], running[queue])
-        time.sleep(0.05)
-        with lock:
-            running[queue] -= 1
 
     @rota.task(queue="serial")
     def one_at_a_time(ctx: JobContext) -> None:
-        body("serial")
+        nonlocal serial_running, serial_peak
+        with lock:
+            serial_running += 1
+            serial_peak = max(serial_peak, serial_running)
+        time.sleep(0.05)
+        with lock:
+            serial_running -= 1
 
     @rota.task
     def many(ctx: JobContext) -> None:
-        body("default")
+        all_four.wait()
 
     for _ in range(4):
         rota.queue(one_at_a_time)
         rota.queue(many)
+    # Each of the four default jobs waits until all four run at once; fewer slots break the
+    # barrier and fail those jobs.
     assert rota.drain().succeeded == 8
-    assert peak == {"default": 4, "serial": 1}
+    assert serial_peak == 1
