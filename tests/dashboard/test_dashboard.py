@@ -24,7 +24,7 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 XSS = "<script>alert(1)</script>"
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 
 
 @dataclass
@@ -305,30 +305,6 @@ def test_token_protects_everything(seeded: Seeded) -> None:
     assert "httponly" in cookie and "samesite=strict" in cookie and TOKEN not in cookie
     assert person.get("/workers").status_code == 200
     assert person.get("/static/dashboard.css").status_code == 200
-
-
-def test_metrics(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
-    response = client.get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    lines = set(response.text.splitlines())
-    assert {
-        'rota_jobs{state="succeeded"} 3',
-        'rota_jobs{state="failed"} 1',
-        'rota_jobs{state="running"} 1',
-        'rota_jobs{state="pending"} 0',
-        'rota_jobs{state="paused"} 0',
-        'rota_jobs_queue{queue="mail",state="failed"} 1',
-        'rota_jobs_queue{queue="default",state="succeeded"} 3',
-        "rota_workers_live 1",
-        'rota_schedules{state="active"} 1',
-        'rota_schedules{state="paused"} 0',
-        "# TYPE rota_jobs gauge",
-    } <= lines
-    sample = re.compile(r'^[a-z_]+(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? \d+$')
-    for line in lines:
-        assert line.startswith("# ") or sample.match(line), line
 
 
 def test_mounted_under_a_prefix(seeded: Seeded) -> None:

@@ -2,15 +2,27 @@
 
 The dashboard can retry and cancel jobs, so it refuses to listen beyond this machine
 without a token: an open port on a network interface must never be an open admin panel.
+
+Tokens come from a file (``--token-file``) or the environment (``$ROTA_DASHBOARD_TOKEN``):
+a command line is visible to every user of the machine in ``ps``, so ``--token`` still works
+but warns.  The metrics token, for Prometheus, comes the same ways (``--metrics-token-file``,
+``$ROTA_METRICS_TOKEN``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+from pathlib import Path
 
 import click
 
 from rota.cli.loading import load_app
+from rota.errors import ConfigError
+
+TOKEN_ENV = "ROTA_DASHBOARD_TOKEN"
+METRICS_TOKEN_ENV = "ROTA_METRICS_TOKEN"
+SECRET_FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
 
 def is_loopback(host: str) -> bool:
@@ -24,6 +36,33 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def read_secret(path: Path | None, env: str) -> tuple[str, str] | None:
+    """The token in ``path`` (surrounding whitespace, such as its newline, removed) or else
+    in ``$env``, with where it came from for error messages; ``None`` if neither has one."""
+    if path is not None:
+        try:
+            return path.read_text(encoding="utf-8").strip(), str(path)
+        except (OSError, UnicodeDecodeError) as error:
+            raise click.UsageError(f"cannot read the token in {path}: {error}") from error
+    if env in os.environ:
+        return os.environ[env], f"${env}"
+    return None
+
+
+def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None:
+    """The dashboard token from ``--token``, ``--token-file`` or the environment."""
+    if argv is not None and path is not None:
+        raise click.UsageError("pass --token or --token-file, not both")
+    if argv is None:
+        return read_secret(path, TOKEN_ENV)
+    click.echo(
+        "warning: --token is visible to every user of this machine (ps, /proc); "
+        f"use --token-file or ${TOKEN_ENV} instead",
+        err=True,
+    )
+    return argv, "--token"
+
+
 @click.command()
 @click.argument("app")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -31,30 +70,61 @@ def is_loopback(host: str) -> bool:
     "--port", type=click.IntRange(1, 65535), default=8678, show_default=True, help="TCP port."
 )
 @click.option(
-    "--token",
-    envvar="ROTA_DASHBOARD_TOKEN",
+    "--token-file",
+    type=SECRET_FILE,
     default=None,
-    help="Require this token (Bearer header or login form); also $ROTA_DASHBOARD_TOKEN.",
+    help=f"Require the token in this file (Bearer header or login form); or set ${TOKEN_ENV}.",
 )
-def dashboard(app: str, host: str, port: int, token: str | None) -> None:
+@click.option(
+    "--token",
+    default=None,
+    help="The token itself: visible in ps, so prefer --token-file or the environment.",
+)
+@click.option(
+    "--metrics-token-file",
+    type=SECRET_FILE,
+    default=None,
+    help=f"A second token, in this file, that opens /metrics only; or set ${METRICS_TOKEN_ENV}.",
+)
+def dashboard(
+    app: str,
+    host: str,
+    port: int,
+    token_file: Path | None,
+    token: str | None,
+    metrics_token_file: Path | None,
+) -> None:
     """Serve the web dashboard of the Rota at APP (MODULE:ATTR or PATH.py:ATTR).
 
-    Without a token it listens on this machine only.
+    Without a token it listens on this machine only.  A token has at least 16 characters.
     """
-    if not token and not is_loopback(host):
+    found = resolve_token(token, token_file)
+    metrics = read_secret(metrics_token_file, METRICS_TOKEN_ENV)
+    if found is None and not is_loopback(host):
         raise click.UsageError(
             f"refusing to serve the dashboard on {host!r} without a token: anyone who can reach "
-            "it could retry and cancel jobs. Pass --token (or set ROTA_DASHBOARD_TOKEN), or "
-            "bind to 127.0.0.1."
+            f"it could retry and cancel jobs. Pass --token-file (or set {TOKEN_ENV}), or bind "
+            "to 127.0.0.1."
         )
     try:
         import uvicorn
 
         from rota.dashboard import create_app
+        from rota.dashboard.security import check_token
     except ImportError as error:
         raise click.ClickException(
             f"the dashboard needs {error.name}: install it with pip install 'rota[dashboard]'"
         ) from error
-    rota = load_app(app)
-    click.echo(f"rota dashboard on http://{host}:{port}/" + (" (token required)" if token else ""))
-    uvicorn.run(create_app(rota, token=token), host=host, port=port, log_level="info")
+    try:
+        for secret in (found, metrics):
+            if secret is not None:
+                check_token(secret[1], secret[0])
+        served = create_app(
+            load_app(app),
+            token=found[0] if found else None,
+            metrics_token=metrics[0] if metrics else None,
+        )
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from error
+    click.echo(f"rota dashboard on http://{host}:{port}/" + (" (token required)" if found else ""))
+    uvicorn.run(served, host=host, port=port, log_level="info")

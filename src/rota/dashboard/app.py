@@ -2,12 +2,14 @@
 
 ``DashboardApp`` holds one dashboard's ``Rota``, keys and templates, and its methods are the
 endpoints; ``create_app`` builds one and returns its Starlette app.  What the pages show is in
-``rota.dashboard.views``; the security choices are in ``rota.dashboard.security``.
+``rota.dashboard.views``, what ``/metrics`` says in ``rota.dashboard.metrics``; the security
+choices are in ``rota.dashboard.security`` and ``rota.dashboard.sessions``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,19 +25,28 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rota.app import Rota
-from rota.dashboard import views
+from rota.core.clock import Clock
+from rota.dashboard import metrics, views
 from rota.dashboard.paths import base_path, here, referrer, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
     CSRF_FIELD,
-    SESSION_COOKIE,
+    NO_STORE,
+    SECURITY_HEADERS,
     Keys,
+    Who,
+    client_of,
     read_form,
-    set_strict_cookie,
 )
+from rota.dashboard.sessions import DEFAULT_MAX_AGE
 from rota.errors import InvalidArguments, JobNotFound, RotaError, ScheduleNotFound, StoreError
 
 STATIC = Path(__file__).parent / "static"
+
+REFUSALS = {
+    401: "Unauthorized: a dashboard token is required",
+    429: "Too Many Requests: too many wrong tokens from your address; wait and try again",
+}
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Work = Callable[[Request, dict[str, str]], str | None]
@@ -52,26 +63,57 @@ def job_id_of(request: Request) -> int:
 class DashboardApp:
     """One dashboard over ``rota``: its endpoints, and the Starlette app that routes to them."""
 
-    def __init__(self, rota: Rota, token: str | None) -> None:
+    def __init__(self, rota: Rota, keys: Keys) -> None:
         self.rota = rota
-        self.keys = Keys(token)
+        self.keys = keys
         self.renderer = Renderer(self.keys)
+        self.registry = metrics.registry(rota)
 
     # -- the guard -----------------------------------------------------------------------------
 
     async def guard(self, request: Request, call_next: Endpoint) -> Response:
-        """Requires the token (when set) on every path but ``/login``."""
+        """Admits a request or refuses it, and keeps every answer out of caches."""
+        response = await self.admit(request, call_next)
+        response.headers.update(NO_STORE)
+        return response
+
+    async def admit(self, request: Request, call_next: Endpoint) -> Response:
+        """Requires the token or a session (when there is a token) on every path but
+        ``/login``; the metrics token opens ``/metrics`` only."""
         relative = request.url.path[len(base_path(request)) :] or "/"
-        if relative == "/login" or self.keys.authenticated(request):
+        if relative == "/login":
             return await call_next(request)
-        headers = {"WWW-Authenticate": 'Bearer realm="rota"'}
-        if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-            response = self.renderer.render(
-                request, "login.html", {"next": here(request), "failed": False}, 401
-            )
-            response.headers.update(headers)
+        who = self.keys.identify(request)
+        if who is Who.USER or (who is Who.SCRAPER and relative == "/metrics"):
+            response = await call_next(request)
+            self.keys.pair_csrf_cookie(request, response)
             return response
-        return PlainTextResponse("401 Unauthorized: a dashboard token is required\n", 401, headers)
+        return self.refuse(request, 429 if who is Who.THROTTLED else 401)
+
+    def refuse(self, request: Request, status: int) -> Response:
+        """A 401 or 429: the login form for a browser, a line of text for anything else."""
+        if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+            return self.login_page(request, here(request), status)
+        headers = self.refusal_headers(request, status)
+        return PlainTextResponse(f"{status} {REFUSALS[status]}\n", status, headers)
+
+    def refusal_headers(self, request: Request, status: int) -> dict[str, str]:
+        """How to get in: the token (401), or wait so many seconds (429)."""
+        if status == 401:
+            return {"WWW-Authenticate": 'Bearer realm="rota"'}
+        if status == 429:
+            return {"Retry-After": str(self.keys.retry_after(request))}
+        return {}
+
+    def login_page(
+        self, request: Request, target: str, status: int = 200, *, failed: bool = False
+    ) -> Response:
+        """The login form, saying when a token was refused, or for how long to wait (429)."""
+        wait = self.keys.retry_after(request) if status == 429 else None
+        context = {"next": target, "failed": failed, "retry_after": wait}
+        response = self.renderer.render(request, "login.html", context, status)
+        response.headers.update(self.refusal_headers(request, status))
+        return response
 
     # -- pages (synchronous, so Starlette runs their database reads in its thread pool) --------
 
@@ -109,9 +151,8 @@ class DashboardApp:
         return self.page(request, "workers.html", lambda: views.workers_page(self.rota))
 
     def metrics(self, request: Request) -> Response:
-        return PlainTextResponse(
-            views.metrics(self.rota), media_type="text/plain; version=0.0.4; charset=utf-8"
-        )
+        body, content_type = metrics.exposition(self.registry, request.headers.get("accept", ""))
+        return Response(body, media_type=content_type)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -181,23 +222,24 @@ class DashboardApp:
     # -- login ---------------------------------------------------------------------------------
 
     async def login(self, request: Request) -> Response:
+        """The login form, and its POST: a new session for the token, throttled per client."""
         home = f"{base_path(request)}/"
         if self.keys.token is None:
             return RedirectResponse(home, 303)
         if request.method == "GET":
             target = safe_next(request, request.query_params.get("next", ""), home)
-            return self.renderer.render(request, "login.html", {"next": target, "failed": False})
+            return self.login_page(request, target)
         fields = await read_form(request)
         if not self.keys.csrf_valid(request, fields.get(CSRF_FIELD, "")):
             return self.renderer.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
         target = safe_next(request, fields.get("next", ""), home)
-        if not self.keys.is_token(fields.get("token", "")):
-            return self.renderer.render(
-                request, "login.html", {"next": target, "failed": True}, 401
-            )
+        who = self.keys.attempt(client_of(request), fields.get("token", ""))
+        if who is Who.THROTTLED:
+            return self.login_page(request, target, 429)
+        if who is not Who.USER:
+            return self.login_page(request, target, 401, failed=True)
         response = RedirectResponse(target, 303)
-        assert self.keys.session_value is not None
-        set_strict_cookie(request, response, SESSION_COOKIE, self.keys.session_value)
+        self.keys.log_in(request, response)
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -205,7 +247,8 @@ class DashboardApp:
         if not self.keys.csrf_valid(request, fields.get(CSRF_FIELD, "")):
             return self.renderer.error(request, 403, "Forbidden", "The form's CSRF token is wrong.")
         response = RedirectResponse(f"{base_path(request)}/login", 303)
-        response.delete_cookie(SESSION_COOKIE, path=base_path(request) or "/")
+        if self.keys.sessions is not None:
+            self.keys.log_out(request, response)
         return response
 
     # -- errors --------------------------------------------------------------------------------
@@ -222,6 +265,13 @@ class DashboardApp:
         response = self.renderer.error(request, exc.status_code, title, str(exc.detail))
         response.headers.update(exc.headers or {})
         return response
+
+    async def server_error(self, request: Request, exc: Exception) -> Response:
+        """A bare 500: the templates may be what failed.  It is sent from outside the guard,
+        so it carries the headers itself."""
+        return PlainTextResponse(
+            "500 Internal Server Error\n", 500, {**SECURITY_HEADERS, **NO_STORE}
+        )
 
     async def bad_request(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RotaError)
@@ -271,6 +321,7 @@ class DashboardApp:
             ScheduleNotFound: self.not_found,
             InvalidArguments: self.bad_request,
             StoreError: self.store_error,
+            Exception: self.server_error,
         }
         return Starlette(
             routes=self.routes(),
@@ -279,9 +330,29 @@ class DashboardApp:
         )
 
 
-def create_app(rota: Rota, *, token: str | None = None) -> Starlette:
+def create_app(
+    rota: Rota,
+    *,
+    token: str | None = None,
+    metrics_token: str | None = None,
+    session_max_age: timedelta | float = DEFAULT_MAX_AGE,
+    clock: Clock | None = None,
+) -> Starlette:
     """A Starlette (ASGI) app serving the dashboard of ``rota``; mount it anywhere.
+
+    ``token`` (at least 16 characters) is required by every page, as a Bearer header or
+    through the login form, whose sessions last ``session_max_age`` (12 hours unless given, in
+    seconds or a ``timedelta``).  ``token=None``, the default, means no login: serve it on
+    loopback only.  ``metrics_token`` opens ``/metrics`` (``Authorization: Bearer``) and no
+    other page, for Prometheus.  Sessions and the login throttle read the time from ``clock``
+    (``rota.clock`` unless given).  A token that is empty or too short raises ``ConfigError``.
 
     >>> app.mount("/rota", create_app(rota, token=os.environ["ROTA_DASHBOARD_TOKEN"]))
     """
-    return DashboardApp(rota, token).starlette()
+    keys = Keys(
+        token,
+        metrics_token=metrics_token,
+        session_max_age=session_max_age,
+        clock=clock or rota.clock,
+    )
+    return DashboardApp(rota, keys).starlette()
