@@ -2,8 +2,11 @@
 
 Every record carries ``event`` and the job fields as attributes (for structured handlers) and
 repeats them in its message, as ``key=value`` text or, with ``log_format="json"``, one JSON
-object.  Hooks registered with ``Rota.on`` receive an ``Event``; a hook that raises is logged
-and never reaches the worker.
+object.  That message is escaped where it is made (``rota.core.escaping``): a value holding a
+newline or a terminal escape (an error message, a name from the database) stays inside its
+line whatever handler writes it, the application's own included.  Hooks registered with
+``Rota.on`` receive an ``Event`` with the values as they are; a hook that raises is logged and
+never reaches the worker.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from rota.core.escaping import visible, visible_json
 from rota.core.model import Job
 from rota.errors import ConfigError
 from rota.observe.logs import RENDERED
@@ -136,8 +140,10 @@ class EventLog:
     def _message(self, event: str, fields: Mapping[str, Any]) -> str:
         shown = {key: value for key, value in fields.items() if value is not None}
         if self.log_format == "json":
-            return json.dumps({"event": event, **shown}, default=str, ensure_ascii=False)
-        return " ".join([event, *(f"{key}={value}" for key, value in shown.items())])
+            return visible_json(
+                json.dumps({"event": event, **shown}, default=str, ensure_ascii=False)
+            )
+        return " ".join([event, *(f"{key}={visible(str(value))}" for key, value in shown.items())])
 
     def _call(self, hook: Hook, event: Event) -> None:
         try:

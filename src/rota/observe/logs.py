@@ -1,5 +1,9 @@
 """How ``rota worker`` logs: every record on stderr, one line each, as text or as JSON objects.
 
+What a record says may come from outside (an error message, a name or an argument read from the
+database): neither format lets it write a line of its own, nor a character that acts on the
+terminal the log is read in (``rota.core.escaping``).
+
 The application's ``Rota(log_format=...)`` is known only once its module is imported, and that
 import may log already; ``held`` keeps those records until the format is chosen, so that with
 ``json`` every line a worker writes is one JSON object, from its first line on.
@@ -11,19 +15,52 @@ import contextlib
 import json
 import logging
 import sys
+import textwrap
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from logging.handlers import MemoryHandler
 from typing import Any
 
+from rota.core.escaping import visible, visible_json
+
 # A record whose message only repeats its fields in text (``EventLog``'s) carries this attribute.
 RENDERED = "rota_rendered"
 STANDARD = frozenset(set(vars(logging.makeLogRecord({}))) | {"message", "asctime", RENDERED})
 TEXT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+INDENT = "  "
+"""Before each line of a traceback in a text log, so that only a record starts at the margin."""
+
+
+class TextLines(logging.Formatter):
+    """``TEXT``, one line a record: a newline, CR or any other control character in the message
+    or a field is escaped (``\\n``), so that an error message cannot forge a record.
+
+    A traceback (``exc_info``, ``stack_info``) keeps its lines, as Python's logging writes it:
+    squeezed into one it could not be read. Its last line holds the exception's message,
+    untrusted like any other, so every other control character in it is escaped too, and each
+    of its lines is indented: a line that starts at the margin always starts a record, for the
+    reader and for a log shipper that joins continuation lines.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(TEXT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        text = visible(self.formatMessage(record))
+        exception = self.formatException(record.exc_info) if record.exc_info else record.exc_text
+        stack = self.formatStack(record.stack_info) if record.stack_info else None
+        for block in (exception, stack):
+            if block:
+                text += "\n" + textwrap.indent(visible(block, newlines=True), INDENT)
+        return text
 
 
 class JsonLines(logging.Formatter):
-    """Every record as one JSON object; rota's event fields become keys of their own."""
+    """Every record as one JSON object; rota's event fields become keys of their own. A newline
+    in a value is ``\\n`` in JSON anyway; the characters JSON leaves raw that act on a terminal
+    are written as ``\\u`` escapes too (``visible_json``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
@@ -41,11 +78,11 @@ class JsonLines(logging.Formatter):
             data["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             data["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(data, default=str, ensure_ascii=False)
+        return visible_json(json.dumps(data, default=str, ensure_ascii=False))
 
 
 def formatter(log_format: str) -> logging.Formatter:
-    return JsonLines() if log_format == "json" else logging.Formatter(TEXT)
+    return JsonLines() if log_format == "json" else TextLines()
 
 
 def configure_logging(level: str, log_format: str = "text") -> logging.Handler:
