@@ -2,7 +2,8 @@
 
 Each prints what happened, and exits 1 when its target does not exist or the action does not
 apply to it (retrying a job that has not failed, pausing a paused schedule, ...).  An integer
-target is a job id, anything else a schedule name.
+target is a job id, anything else a schedule name.  What they print names tasks, queues and
+schedules read from the database, so it goes out through ``say``, escaped.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import click
 
 from rota.app import Rota
 from rota.cli.common import JobId, connected, database_options, fail, job_id
+from rota.core.escaping import visible
 from rota.core.model import JobState, Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
@@ -35,7 +37,7 @@ def retry(job_id: int, url: str | None, table_prefix: str) -> None:
         if not rota.retry(job_id):
             now = rota.job(job_id).state.value
             raise fail(f"job {job_id} became {now} meanwhile: not retried")
-    click.echo(f"job {job_id} ({job.task}) is pending again, with a fresh attempt budget")
+    say(f"job {job_id} ({job.task}) is pending again, with a fresh attempt budget")
 
 
 @click.command()
@@ -49,9 +51,9 @@ def cancel(target: str, url: str | None, table_prefix: str) -> None:
     """
     with connected(url, table_prefix) as rota:
         if JOB_ID.fullmatch(target):
-            click.echo(cancel_job(rota, job_id(target)))
+            say(cancel_job(rota, job_id(target)))
         else:
-            click.echo(cancel_schedule(rota, target))
+            say(cancel_schedule(rota, target))
 
 
 def cancel_job(rota: Rota, job_id: int) -> str:
@@ -88,7 +90,7 @@ def pause(
     everything (--all). Nothing paused runs until it is resumed."""
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
-        click.echo(switch(rota, which, paused=True))
+        say(switch(rota, which, paused=True))
 
 
 @click.command()
@@ -103,7 +105,7 @@ def resume(
     run), queue (--queue) or everything (--all)."""
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
-        click.echo(switch(rota, which, paused=False))
+        say(switch(rota, which, paused=False))
 
 
 def switch(rota: Rota, which: tuple[str, str | None], *, paused: bool) -> str:
@@ -169,12 +171,17 @@ def run_now(name: str, url: str | None, table_prefix: str) -> None:
         job_id = rota.run_now(name)
         task = rota.job(job_id).task
         live = rota.store.workers(rota.clock.now())
-    click.echo(f"queued job {job_id} of schedule {name!r} (task {task})")
+    say(f"queued job {job_id} of schedule {name!r} (task {task})")
     if not any(task in worker.tasks for worker in live):
-        click.echo(
+        say(
             f"warning: no live worker registers task {task!r}; the job waits until one does",
             err=True,
         )
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print a line that names what is in the database (stored text), escaped."""
+    click.echo(visible(message), err=err)
 
 
 def single(target: str | None, queue: str | None, every: bool) -> tuple[str, str | None]:

@@ -1,4 +1,9 @@
-"""``rota jobs``, ``rota job`` and ``rota schedules``: what is in the database."""
+"""``rota jobs``, ``rota job`` and ``rota schedules``: what is in the database.
+
+Everything they print from a row is stored text, whoever wrote it: it is shown escaped
+(``rota.core.escaping``; tables escape their cells themselves), a traceback keeping its lines.
+``--json`` gives it exactly.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core.cron import Cron, zone
+from rota.core.escaping import visible, visible_json
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
 from rota.display import NONE, local, took, when
 from rota.errors import RotaError
@@ -124,24 +130,27 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("unique key", found.unique_key))
     if found.lease_owner is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
-    render(pairs(facts))
+    render(pairs([(label, visible(value)) for label, value in facts]))
     click.echo("")
     click.echo("arguments")
     if found.payload_error is not None:
-        click.echo(f"  unreadable: {found.payload_error}")
-    click.echo(f"  args:   {json.dumps(list(found.args), ensure_ascii=False)}")
-    click.echo(f"  kwargs: {json.dumps(found.kwargs, ensure_ascii=False)}")
+        click.echo(f"  unreadable: {visible(found.payload_error)}")
+    click.echo(f"  args:   {as_json_text(list(found.args))}")
+    click.echo(f"  kwargs: {as_json_text(found.kwargs)}")
     if not found.errors:
         return
     click.echo("")
     click.echo(f"errors ({len(found.errors)})")
     for error in found.errors:
         click.echo(
-            f"  attempt {error.attempt} at {when(error.at)}: {error.code} "
-            f"{error.type}: {error.message}"
+            visible(
+                f"  attempt {error.attempt} at {when(error.at)}: {error.code} "
+                f"{error.type}: {error.message}"
+            )
         )
         if error.traceback:
-            click.echo(textwrap.indent(error.traceback.rstrip("\n"), "    "))
+            traceback = visible(error.traceback.rstrip("\n"), newlines=True)
+            click.echo(textwrap.indent(traceback, "    "))
 
 
 @click.command()
@@ -196,6 +205,11 @@ def next_runs(schedule: Schedule, now: datetime) -> list[datetime]:
         return list(islice(Cron(schedule.spec.cron, schedule.spec.tz).ticks_after(now), NEXT_RUNS))
     except RotaError:
         return []
+
+
+def as_json_text(value: Any) -> str:
+    """Arguments as JSON on one line, with what would act on a terminal escaped."""
+    return visible_json(json.dumps(value, ensure_ascii=False))
 
 
 def attempts(job: Job) -> str:

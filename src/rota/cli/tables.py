@@ -6,6 +6,11 @@ a name is what tells it apart, and ``rota job`` or ``--json`` show it in full), 
 at spaces (prose, cron fields). When even the narrowest such layout is too wide, the least
 important columns are left out, and a line under the table says which. Piped output has no
 width limit (see ``render``), so scripts always get every column in full.
+
+Cells hold stored text (names, error codes, hosts written by whoever reached the database): each
+is escaped as it is added (``rota.core.escaping``) and printed as plain ``Text``, never read as
+rich markup, so no cell can move the cursor, recolour the terminal, reorder what is around it or
+style itself with ``[bold]``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
+
+from rota.core.escaping import visible
 
 GAP = 2
 NAME_MIN = 12
@@ -47,14 +54,14 @@ class Column:
 
 class Grid:
     """A table laid out for the width it is printed at. A cell is text, or a list of items
-    (joined with commas when there is room, one a line when there is not)."""
+    (joined with commas when there is room, one a line when there is not), shown escaped."""
 
     def __init__(self, *columns: Column | str) -> None:
         self.columns = [c if isinstance(c, Column) else Column(c) for c in columns]
         self.rows: list[tuple[Cell, ...]] = []
 
     def add_row(self, *cells: Cell) -> None:
-        self.rows.append(cells)
+        self.rows.append(tuple(escaped(cell) for cell in cells))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         widths = layout(self.columns, self.rows, options.max_width)
@@ -75,7 +82,7 @@ class Grid:
                 overflow="ellipsis" if column.fit is NAME else "fold",
             )
         for row in self.rows:
-            table.add_row(*(lines(row[i], widths[i] or 0) for i in shown))
+            table.add_row(*(Text(lines(row[i], widths[i] or 0)) for i in shown))
         yield table
         hidden = [
             column.header
@@ -125,6 +132,10 @@ def narrowest(column: Column, cells: Sequence[Cell]) -> int:
         return max([header, *(cell_len(word) for item in items for word in item.split())])
     longest = max([header, *(cell_len(item) for item in items)])
     return min(longest, max(header, NAME_MIN)) if column.fit is NAME else longest
+
+
+def escaped(cell: Cell) -> Cell:
+    return visible(cell) if isinstance(cell, str) else [visible(item) for item in cell]
 
 
 def parts(cell: Cell) -> Sequence[str]:
