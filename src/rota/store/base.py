@@ -18,6 +18,7 @@ from typing import Protocol, TypeAlias
 from sqlalchemy.engine import Connection
 
 from rota.core.model import (
+    AttemptError,
     Counts,
     Job,
     JobState,
@@ -65,6 +66,30 @@ class SchemaStatus:
     """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
     problem: str | None
     """Why the tables cannot serve this release, naming the fix; ``None`` when they can."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """A job as the dashboard's lists show it: what they need of its row, and its last error.
+
+    Arguments are as large as their callers make them (up to ``max_payload_bytes`` each), so a
+    page of a thousand whole jobs can hold a hundred megabytes; a summary leaves them out.
+    ``Store.job`` gives the whole job.
+    """
+
+    id: int
+    task: str
+    queue: str
+    state: JobState
+    attempt: int
+    max_attempts: int | None
+    run_at: datetime
+    finished_at: datetime | None
+    schedule: str | None
+    lease_owner: str | None
+    """The worker running it, while it runs."""
+    last_error: AttemptError | None
+    """The newest failed attempt's error (``None`` also when the column cannot be read)."""
 
 
 class Store(Protocol):
@@ -176,6 +201,32 @@ class Store(Protocol):
         limit: int | None = 100,
     ) -> list[Job]:
         """Newest first; ``limit=None`` lists them all."""
+        ...
+
+    def summaries(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        job_id: int | None = None,
+    ) -> list[JobSummary]:
+        """``jobs`` without their arguments, newest first, skipping the ``offset`` newest that
+        match; ``job_id`` keeps only that job.  For listings, whose memory must not grow with
+        the jobs' payloads."""
+        ...
+
+    def last_scheduled(self) -> dict[str, JobSummary]:
+        """The newest job (by id) each schedule enqueued, by schedule name, in one query."""
+        ...
+
+    def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
+        """How many jobs reached each final state in each period between consecutive
+        ``bounds`` (ascending): ``{state: [n, ...]}`` with ``len(bounds) - 1`` counts for
+        every final state, a job finished at ``t`` counting where ``bounds[i] <= t <
+        bounds[i + 1]``.  Counted by the database in one query over the ``finished_at``
+        index, so its cost in memory is the same for any number or size of jobs."""
         ...
 
     def cancel(self, job_id: int, now: datetime) -> bool | None:

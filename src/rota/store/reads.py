@@ -1,15 +1,30 @@
 """What inspection asks of the jobs table: one job, a list, exact counts, waiting queues and
-the pending jobs by task and queue, each answered by the database in one query."""
+the pending jobs by task and queue, each answered by the database in one query.
+
+Listings and charts read summaries and aggregates, never the ``payload`` column: a page's
+memory must not depend on how large the jobs' arguments are.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from itertools import pairwise
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, and_, case, func, select
 
 from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
+from rota.store.base import JobSummary
 from rota.store.database import Database
-from rota.store.rows import WAITING, to_job
+from rota.store.rows import WAITING, _attempt_errors, to_job
+
+FINISHED = [state for state in JobState if state.is_final]
+SUMMARY = [
+    *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
+    *("schedule", "lease_owner", "errors"),
+]
+"""The columns a ``JobSummary`` is made of: never ``payload``."""
 
 
 class SqlReads:
@@ -30,15 +45,73 @@ class SqlReads:
         queue: str | None = None,
         limit: int | None = 100,
     ) -> list[Job]:
+        query = self._newest(select(self.table), states, task, queue, limit)
+        return [to_job(row._mapping) for row in self.database.fetch(query)]
+
+    def summaries(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        job_id: int | None = None,
+    ) -> list[JobSummary]:
+        query = self._newest(self._summary_select(), states, task, queue, limit).offset(offset)
+        if job_id is not None:
+            query = query.where(self.table.c.id == job_id)
+        return [to_summary(row._mapping) for row in self.database.fetch(query)]
+
+    def last_scheduled(self) -> dict[str, JobSummary]:
+        """One query: the rows whose id is the largest of their schedule."""
+        jobs = self.table
+        newest = select(func.max(jobs.c.id)).where(jobs.c.schedule.is_not(None))
+        query = self._summary_select().where(jobs.c.id.in_(newest.group_by(jobs.c.schedule)))
+        summaries = (to_summary(row._mapping) for row in self.database.fetch(query))
+        return {summary.schedule: summary for summary in summaries if summary.schedule}
+
+    def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
+        """One row per final state, one ``COUNT(CASE ...)`` column per period: plain
+        comparisons with bound values, the same SQL on every dialect."""
+        counts = {state.value: [0] * (len(bounds) - 1) for state in FINISHED}
+        if len(bounds) < 2:
+            return counts
+        finished = self.table.c.finished_at
+        state = self.table.c.state
+        periods = [
+            func.count(case((and_(finished >= start, finished < end), 1)))
+            for start, end in pairwise(bounds)
+        ]
+        query = (
+            select(state, *periods)
+            .where(finished >= bounds[0], finished < bounds[-1], state.in_(list(counts)))
+            .group_by(state)
+        )
+        for name, *numbers in self.database.fetch(query):
+            counts[name] = [int(n) for n in numbers]
+        return counts
+
+    def _summary_select(self) -> Select[Any]:
+        return select(*(self.table.c[name] for name in SUMMARY))
+
+    def _newest(
+        self,
+        query: Select[Any],
+        states: Sequence[JobState],
+        task: str | None,
+        queue: str | None,
+        limit: int | None,
+    ) -> Select[Any]:
+        """``query`` newest first, filtered as the listings filter."""
         table = self.table
-        query = select(table).order_by(table.c.id.desc()).limit(limit)
+        query = query.order_by(table.c.id.desc()).limit(limit)
         if states:
             query = query.where(table.c.state.in_([state.value for state in states]))
         if task is not None:
             query = query.where(table.c.task == task)
         if queue is not None:
             query = query.where(table.c.queue == queue)
-        return [to_job(row._mapping) for row in self.database.fetch(query)]
+        return query
 
     def counts(self) -> Counts:
         """Jobs per state, queue and task, counted by the database in one GROUP BY."""
@@ -61,3 +134,22 @@ class SqlReads:
             .group_by(jobs.c.task, jobs.c.queue)
         )
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]
+
+
+def to_summary(data: Mapping[Any, Any]) -> JobSummary:
+    """A row of ``SUMMARY`` columns; an unreadable ``errors`` column leaves no last error (the
+    job's own page, reading the whole row, says why)."""
+    errors = _attempt_errors(data["errors"], [])
+    return JobSummary(
+        id=data["id"],
+        task=data["task"],
+        queue=data["queue"],
+        state=JobState(data["state"]),
+        attempt=data["attempt"],
+        max_attempts=data["max_attempts"],
+        run_at=data["run_at"],
+        finished_at=data["finished_at"],
+        schedule=data["schedule"],
+        lease_owner=data["lease_owner"],
+        last_error=errors[-1] if errors else None,
+    )

@@ -18,7 +18,13 @@ from rota.core.model import Counts, Job, JobState, NewJob, Stranded, WorkerInfo
 from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
-from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection, SchemaStatus, ServerInfo
+from rota.store.base import (
+    MIGRATION_LOCK_TIMEOUT,
+    CallerConnection,
+    JobSummary,
+    SchemaStatus,
+    ServerInfo,
+)
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
@@ -151,6 +157,23 @@ class SqlStore:
         limit: int | None = 100,
     ) -> list[Job]:
         return self._reads.jobs(states, task, queue, limit)
+
+    def summaries(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        job_id: int | None = None,
+    ) -> list[JobSummary]:
+        return self._reads.summaries(states, task, queue, limit, offset, job_id)
+
+    def last_scheduled(self) -> dict[str, JobSummary]:
+        return self._reads.last_scheduled()
+
+    def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
+        return self._reads.finished_per_period(bounds)
 
     def counts(self) -> Counts:
         return self._reads.counts()

@@ -1,0 +1,93 @@
+"""What listings and charts read without the jobs' arguments: summaries, the newest job of
+each schedule, and the jobs finished per period."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+from rota.core.model import JobState, NewJob
+from rota.core.transitions import OutcomeKind
+from rota.store import Store
+from tests.conftest import START
+from tests.store.contract.support import claimed, new, outcome
+
+HOUR = timedelta(hours=1)
+MICROSECOND = timedelta(microseconds=1)
+BIG = '{"v":1,"args":["' + "x" * 100_000 + '"],"kwargs":{}}'
+
+
+def test_summaries_are_the_jobs_without_arguments_newest_first(store: Store) -> None:
+    a, b, c, d = store.enqueue(
+        [dataclasses.replace(new(), payload=BIG), new("u"), new(queue="mail"), new()], START
+    )
+    failed = claimed(store, a)
+    store.complete("w1", [outcome(failed, OutcomeKind.FAILED)], START)
+    claimed(store, d)
+    assert [s.id for s in store.summaries()] == [d, c, b, a]
+    assert [s.id for s in store.summaries(limit=2, offset=1)] == [c, b]
+    assert [s.id for s in store.summaries(limit=None, offset=3)] == [a]
+    assert [s.id for s in store.summaries(states=(JobState.FAILED,))] == [a]
+    assert [s.id for s in store.summaries(task="u")] == [b]
+    assert [s.id for s in store.summaries(queue="mail")] == [c]
+    assert [s.id for s in store.summaries(job_id=b)] == [b]
+    assert store.summaries(job_id=10**9) == []
+    for summary in store.summaries():
+        job = store.job(summary.id)
+        assert job is not None
+        common = {f.name for f in dataclasses.fields(summary)} - {"last_error"}
+        assert {n: getattr(summary, n) for n in common} == {n: getattr(job, n) for n in common}
+        assert summary.last_error == (job.errors[-1] if job.errors else None)
+    (summary,) = store.summaries(job_id=a)
+    assert summary.last_error is not None and summary.last_error.message == "boom"
+    (running,) = store.summaries(states=(JobState.RUNNING,))
+    assert (running.id, running.lease_owner) == (d, "w1")
+
+
+def test_last_scheduled_is_the_newest_job_of_each_schedule(store: Store) -> None:
+    def tick(name: str, n: int) -> NewJob:
+        return new(schedule=name, scheduled_at=START + n * HOUR)
+
+    old_a, b, new_a = store.enqueue([tick("a", 2), tick("b", 1), tick("a", 1)], START)
+    store.enqueue([new()], START)
+    last = store.last_scheduled()
+    assert sorted(last) == ["a", "b"]
+    assert (last["a"].id, last["b"].id) == (new_a, b), "the newest by id, not by tick"
+    assert last["a"].schedule == "a" and last["a"].state is JobState.PENDING
+    assert old_a < new_a
+
+
+def test_finished_per_period_counts_final_states_in_half_open_periods(store: Store) -> None:
+    bounds = [START, START + HOUR, START + 2 * HOUR, START + 3 * HOUR]
+    assert store.finished_per_period(bounds) == {
+        "succeeded": [0, 0, 0],
+        "failed": [0, 0, 0],
+        "cancelled": [0, 0, 0],
+    }
+    moments = [
+        START - MICROSECOND,  # before the first period
+        START,  # the first instant of the first
+        START + HOUR - MICROSECOND,  # its last instant
+        START + HOUR,  # the second's first
+        START + 3 * HOUR - MICROSECOND,  # the third's last
+        START + 3 * HOUR,  # after the last period
+    ]
+    ids = store.enqueue([new(at=START - 2 * HOUR) for _ in range(len(moments) + 4)], START)
+    for job_id, at in zip(ids[: len(moments)], moments, strict=True):
+        job = claimed(store, job_id, now=at - HOUR)
+        store.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, at)], at)
+    failed = claimed(store, ids[6], now=START)
+    store.complete("w1", [outcome(failed, OutcomeKind.FAILED, START + HOUR)], START + HOUR)
+    store.cancel(ids[7], START + 2 * HOUR)
+    claimed(store, ids[8], now=START + HOUR)  # running: not finished
+    assert store.finished_per_period(bounds) == {
+        "succeeded": [2, 1, 1],
+        "failed": [0, 1, 0],
+        "cancelled": [0, 0, 1],
+    }
+    assert store.finished_per_period(bounds[1:3]) == {
+        "succeeded": [1],
+        "failed": [1],
+        "cancelled": [0],
+    }
+    assert store.finished_per_period([START]) == {"succeeded": [], "failed": [], "cancelled": []}
