@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 
 class RotaError(Exception):
     """Root of every error rota raises; ``code`` is stable across releases."""
@@ -96,3 +98,19 @@ class TransientStoreError(StoreError):
     def __init__(self, message: str, *, rolled_back: bool = False) -> None:
         super().__init__(message)
         self.rolled_back = rolled_back
+
+
+def unchained(error: Exception) -> NoReturn:
+    """Raise ``error`` with no ``__context__``, even inside an ``except`` block or a context
+    manager's exit.
+
+    For an error that replaces one whose text may hold a secret (a driver's encoding error
+    quotes the password it could not encode): ``raise ... from None`` only hides the original
+    from tracebacks, while ``__context__`` still holds it for anyone walking the chain. A bare
+    ``raise`` of the error being handled leaves its cleared context as it is.
+    """
+    try:
+        raise error
+    except Exception as raised:
+        raised.__context__ = None
+        raise

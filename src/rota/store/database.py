@@ -27,7 +27,8 @@ from rota.store.base import ServerInfo
 from rota.store.dialects import dialect_for
 from rota.store.dialects.base import ConnectionSettings, default_connection_settings
 from rota.store.schema import build_schema
-from rota.store.urls import describe_url, normalise_url
+from rota.store.secrets import hide
+from rota.store.urls import describe_url, normalise_url, url_secrets
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVarTuple, Unpack
@@ -51,6 +52,7 @@ class Database:
         connection: ConnectionSettings | None = None,
     ) -> None:
         self.url = normalise_url(url)
+        self.secrets = url_secrets(url)
         self.dialect = dialect_for(self.url)
         self.connection = connection or default_connection_settings()
         self.engine = self.dialect.create_engine(self.url, self.connection)
@@ -63,7 +65,11 @@ class Database:
         return describe_url(self.url)
 
     def translate_errors(self) -> contextlib.AbstractContextManager[None]:
-        return self.dialect.translate_errors()
+        """The dialect's translation of driver errors, with this URL's secrets kept out."""
+        return self.dialect.translate_errors(self.hide_secrets)
+
+    def hide_secrets(self, text: str) -> str:
+        return hide(text, self.secrets)
 
     def transaction(self, work: Callable[[Connection], T], *, idempotent: bool = True) -> T:
         """Run ``work`` in one transaction, repeating it after a deadlock or lock-wait timeout.

@@ -6,13 +6,17 @@ through here; callers outside the store never handle SQLAlchemy's ``URL`` themse
 
 from __future__ import annotations
 
-import contextlib
+import re
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from rota.errors import ConfigError
 from rota.store.dialects import dialect_for
+from rota.store.secrets import hide
+
+USER_INFO = re.compile(r"^[\w+]+://[^:/]*:(?P<password>[^@]*)@")
+"""The password as written in a URL string (SQLAlchemy's own pattern), parsed or not."""
 
 
 def parse_url(url: str | URL) -> URL:
@@ -45,19 +49,59 @@ def masked_url(url: str) -> str:
         parsed = parse_url(url)
     except ConfigError:
         return "***"
-    secrets = {key: "***" for key in parsed.query if "pass" in key.lower()}
-    if secrets:
-        parsed = parsed.update_query_dict(secrets)
-    return parsed.render_as_string(hide_password=True)
+    hidden = {key: "***" for key in parsed.query if "pass" in key.lower()}
+    if hidden:
+        parsed = parsed.update_query_dict(hidden)
+    try:
+        return parsed.render_as_string(hide_password=True)
+    except UnicodeEncodeError:  # bytes that were not UTF-8 (lone surrogates) cannot be quoted
+        query = {key: readable(str(value)) for key, value in parsed.query.items()}
+        shown = parsed.set(
+            username=None if parsed.username is None else readable(parsed.username),
+            database=None if parsed.database is None else readable(parsed.database),
+            query=query,
+        )
+        return shown.render_as_string(hide_password=True)
 
 
-def scrub(text: str, url: str) -> str:
-    """``text`` without the URL's password, should a driver ever repeat it."""
-    with contextlib.suppress(ConfigError):
-        password = parse_url(url).password
-        if password:
-            return text.replace(str(password), "***")
-    return text
+def readable(name: str) -> str:
+    """``name`` with each byte that was not UTF-8 shown as the replacement character."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def url_secrets(url: str | URL) -> list[str]:
+    """Every secret a URL holds: its password decoded and as written, and the values of its
+    query parameters named like a password (``ssl_key_password=``)."""
+    found: list[str] = []
+    if isinstance(url, str):
+        written = USER_INFO.match(url)
+        if written is not None:
+            found.append(written.group("password"))
+    try:
+        parsed = parse_url(url)
+    except ConfigError:
+        return found
+    if parsed.password:
+        found.append(str(parsed.password))
+    for key, value in parsed.query.items():
+        if "pass" in key.lower():
+            found += [value] if isinstance(value, str) else list(value)
+    return [secret for secret in found if secret]
+
+
+def holds_password(url: str) -> bool:
+    """Whether ``url`` carries a secret; one rota cannot parse counts if it names a user."""
+    try:
+        parse_url(url)
+    except ConfigError:
+        return "@" in url.partition("://")[2]
+    return bool(url_secrets(url))
+
+
+def scrub(text: str, url: str | URL) -> str:
+    """``text`` without any form of the URL's secrets (``rota.store.secrets``), should a driver
+    or an encoding error ever repeat one, whole or in part."""
+    return hide(text, url_secrets(url))
 
 
 def database_file(url: str) -> str | None:

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,10 +20,20 @@ from sqlalchemy import Select, Table, event, insert, update
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext
+from sqlalchemy.engine.interfaces import Dialect as DriverDialect
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
-from rota.errors import ConfigError, InvalidArguments, StoreError, TransientStoreError
+from rota.errors import (
+    ConfigError,
+    InvalidArguments,
+    RotaError,
+    StoreError,
+    TransientStoreError,
+    unchained,
+)
 from rota.store.base import ServerInfo
+from rota.store.secrets import decoded, hide
 
 logger = logging.getLogger("rota.store")
 MIGRATION_LOCK = "rota_migrate"
@@ -117,6 +127,15 @@ class Dialect:
         would never learn that connections are being lost.
         """
 
+        @event.listens_for(engine, "do_connect")
+        def _connect(
+            driver: DriverDialect,
+            record: ConnectionPoolEntry,
+            cargs: list[Any],
+            cparams: dict[str, Any],
+        ) -> Any:
+            return self.connect(driver, cargs, cparams)
+
         @event.listens_for(engine, "handle_error")
         def _on_error(context: ExceptionContext) -> None:
             if context.is_disconnect:
@@ -126,6 +145,27 @@ class Dialect:
                     context.original_exception,
                     extra={"event": "db.disconnected", "pre_ping": context.is_pre_ping},
                 )
+
+    def connect(self, driver: DriverDialect, cargs: list[Any], cparams: dict[str, Any]) -> Any:
+        """One DB-API connection, opened with ``connect_params``.
+
+        The driver's own errors pass on to SQLAlchemy, which wraps them as usual. Anything else
+        it raises while connecting would escape every translation as it is, its ``args``
+        holding the password (PyMySQL's ``UnicodeEncodeError`` for a password beyond Latin-1)
+        or the whole connection string (psycopg's for one that is not UTF-8), so it becomes a
+        ``ConfigError`` (an encoding, an option the driver refused) or a ``StoreError``, which
+        says nothing of either and is raised unchained.
+        """
+        try:
+            return driver.connect(*cargs, **self.connect_params(driver.driver, cparams))
+        except driver.loaded_dbapi.Error:
+            raise
+        except Exception as error:
+            unchained(connect_failure(driver.driver, error, cparams))
+
+    def connect_params(self, driver: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The keywords of the driver's ``connect()``, as this backend needs them."""
+        return params
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """The server's product and version, and how it keeps two workers off one job."""
@@ -217,23 +257,45 @@ class Dialect:
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def translate_errors(self) -> Iterator[None]:
+    def translate_errors(self, hide_secrets: Callable[[str], str] = str) -> Iterator[None]:
         """Map driver exceptions to rota's errors, chaining the original.
 
         A value the database refused (a NUL byte in PostgreSQL text, a number out of range) is
         the caller's ``InvalidArguments``; a transient failure is a ``TransientStoreError``;
-        anything else a ``StoreError``.
+        anything else a ``StoreError``. ``hide_secrets`` takes the URL's secrets out of the
+        message; should the driver's text hold one, the original is not chained either.
         """
         try:
             yield
         except sa_exc.DBAPIError as error:
-            message = f"{type(error.orig).__name__}: {error.orig}"
-            if self.is_transient(error):
-                rolled_back = self.is_conflict(error)
-                raise TransientStoreError(message, rolled_back=rolled_back) from error
-            if isinstance(error, sa_exc.DataError):
-                raise InvalidArguments(f"the database refused a value: {message}") from error
-            raise StoreError(message) from error
+            shown = f"{type(error.orig).__name__}: {error.orig}"
+            hidden = hide_secrets(shown)
+            translated = self.translated(error, hidden)
+            if hidden != shown or hide_secrets(str(error)) != str(error):
+                unchained(translated)
+            raise translated from error
+
+    def translated(self, error: sa_exc.DBAPIError, message: str) -> RotaError:
+        if self.is_transient(error):
+            return TransientStoreError(message, rolled_back=self.is_conflict(error))
+        if isinstance(error, sa_exc.DataError):
+            return InvalidArguments(f"the database refused a value: {message}")
+        return StoreError(message)
+
+
+def connect_failure(driver: str, error: Exception, params: Mapping[str, Any]) -> RotaError:
+    """What a driver's failure to connect that is no DB-API error means, without the secrets
+    in ``params`` (an encoding error quotes what it could not encode: it is not shown)."""
+    if isinstance(error, UnicodeError):
+        return ConfigError(
+            f"the {driver} driver cannot send this URL's user, password or database name: it "
+            f"holds characters that {getattr(error, 'encoding', 'its encoding')} cannot encode"
+        )
+    secrets = [decoded(value) for key, value in params.items() if "pass" in key.lower()]
+    shown = hide(f"{type(error).__name__}: {error}", secrets)
+    if isinstance(error, (TypeError, ValueError)):  # an option of the URL's query string
+        return ConfigError(f"the {driver} driver refused this URL's settings: {shown}")
+    return StoreError(f"the {driver} driver failed to connect: {shown}")
 
 
 def lost_connection(error: sa_exc.DBAPIError) -> bool:

@@ -44,6 +44,7 @@ from rota.store.dialects.base import (
     lost_connection,
     server_version,
 )
+from rota.store.secrets import encoded
 
 CONFLICT = frozenset({1205, 1213})
 TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
@@ -69,6 +70,19 @@ class MySQLDialect(Dialect):
                 "write_timeout": connection.write_timeout,
             },
         }
+
+    def connect_params(self, driver: str, params: dict[str, Any]) -> dict[str, Any]:
+        """PyMySQL's password as UTF-8 bytes, as the ``mariadb`` and ``mysql`` clients send it.
+
+        Given a string, PyMySQL encodes it as Latin-1: a password beyond Latin-1 cannot be sent
+        at all, and one within it (``é``) is sent as bytes other than those the server hashed
+        when the account was made over a UTF-8 connection. Bytes that were not UTF-8 in the
+        first place (an environment variable in another encoding) are sent as they were.
+        """
+        password = params.get("password")
+        if driver != "pymysql" or not isinstance(password, str):
+            return params
+        return {**params, "password": encoded(password)}
 
     def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
         super().configure(engine, connection)
