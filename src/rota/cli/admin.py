@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import click
 
-from rota.cli.common import connected, database_options
+from rota.cli.common import connected, database_options, url_options
 from rota.cli.loading import load_app
 from rota.config import default_url
 from rota.errors import RotaError
@@ -18,6 +18,7 @@ from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
+from rota.store.urls import scrub
 
 
 @click.command()
@@ -45,7 +46,7 @@ def migrate(url: str | None, table_prefix: str, as_sql: bool, lock_timeout: floa
             store.dispose()
         click.echo(migrated(applied, revision))
     except RotaError as error:
-        raise click.ClickException(f"{error.code}: {error}") from error
+        raise click.ClickException(f"{error.code}: {scrub(str(error), target)}") from error
 
 
 def migrated(applied: list[str], revision: str | None) -> str:
@@ -129,17 +130,21 @@ def worker(
     except Exception as error:
         if log_format != "json":
             if isinstance(error, RotaError):
-                raise click.ClickException(f"{error.code}: {error}") from error
+                message = scrub(str(error), rota.config.url)
+                raise click.ClickException(f"{error.code}: {message}") from error
             raise
-        log_failure(error)
+        log_failure(error, rota.config.url)
         sys.exit(1)
 
 
-def log_failure(error: Exception) -> None:
+def log_failure(error: Exception, url: str) -> None:
     """Why the worker stopped, as a record: with JSON logs, even a crash is one JSON line."""
     if isinstance(error, RotaError):
         logging.getLogger("rota").error(
-            "%s: %s", error.code, error, extra={"event": "worker.failed", "code": error.code}
+            "%s: %s",
+            error.code,
+            scrub(str(error), url),
+            extra={"event": "worker.failed", "code": error.code},
         )
     else:
         logging.getLogger("rota").error(
@@ -151,9 +156,9 @@ def log_failure(error: Exception) -> None:
 
 
 @click.command()
-@click.option("--url", default=None, help="Database URL (default: sqlite:///demo.db).")
+@url_options("$DEMO_DATABASE_URL, else sqlite:///demo.db")
 def demo(url: str | None) -> None:
-    """Run the demo service (rota.demo) until Ctrl-C; on SQLite unless --url is given."""
+    """Run the demo service (rota.demo) until Ctrl-C; on SQLite unless given a URL."""
     if url:
         os.environ["DEMO_DATABASE_URL"] = url
     from rota.demo.main import main as run_demo  # here: it builds its Rota from the environment

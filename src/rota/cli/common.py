@@ -24,8 +24,9 @@ from rota.errors import (
     InvalidArguments,
     RotaError,
     StoreError,
+    unchained,
 )
-from rota.store.urls import database_file, describe_url, scrub
+from rota.store.urls import database_file, describe_url, holds_password, scrub
 
 F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
@@ -33,10 +34,16 @@ if TYPE_CHECKING:
 else:  # click is generic only from 8.2 on
     IntParamType = click.ParamType
 CONNECT_TIMEOUT = 5.0
+URL_FILE = "rota.url_file"
+ARGV_WARNING = (
+    "rota: warning: --url puts the database password on the command line, where other users "
+    "of this machine see it (ps, /proc); set ROTA_DATABASE_URL or use --url-file PATH instead"
+)
 
 
 def database_options(command: F) -> F:
-    """``--url`` and ``--table-prefix``, as ``rota migrate`` and ``rota prune`` take them."""
+    """``--url``, ``--url-file`` and ``--table-prefix``, as ``rota migrate`` and ``rota prune``
+    take them."""
     command = click.option(
         "--table-prefix",
         default="rota_",
@@ -44,12 +51,63 @@ def database_options(command: F) -> F:
         callback=_table_prefix,
         help="Prefix of rota's tables, as Rota(table_prefix=...).",
     )(command)
-    return click.option(
-        "--url",
-        default=None,
-        metavar="URL",
-        help="Database URL (default: $ROTA_DATABASE_URL, else sqlite:///rota.db).",
-    )(command)
+    return url_options("$ROTA_DATABASE_URL, else sqlite:///rota.db")(command)
+
+
+def url_options(default: str) -> Callable[[F], F]:
+    """``--url URL`` or ``--url-file PATH``, the command's ``url`` either way (``None``: neither).
+
+    A password on the command line is visible to every user of the machine, so a ``--url`` that
+    carries one is answered with a warning on stderr; the file (its first line, ``-`` for
+    stdin) and the environment keep it out of sight. The file's bytes are taken as they are:
+    a password that is not UTF-8 reaches the driver as the same bytes.
+    """
+
+    def decorate(command: F) -> F:
+        command = click.option(
+            "--url-file",
+            type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+            expose_value=False,
+            is_eager=True,  # read before --url's callback, which returns the URL either way
+            callback=_url_file,
+            metavar="PATH",
+            help="Read the database URL from the first line of this file instead.",
+        )(command)
+        return click.option(
+            "--url",
+            default=None,
+            metavar="URL",
+            callback=_url,
+            help=f"Database URL (default: {default}); prefer --url-file or the environment "
+            "for one with a password.",
+        )(command)
+
+    return decorate
+
+
+def _url_file(context: click.Context, parameter: click.Parameter, path: str | None) -> None:
+    if path is None:
+        return
+    try:
+        with click.open_file(path, "rb") as file:  # "-" is stdin, left open
+            first = file.readline()
+    except OSError as error:
+        raise click.BadParameter(f"cannot read {path}: {error.strerror}") from None
+    line = first.decode("utf-8", "surrogateescape").lstrip("\ufeff").strip()
+    if not line:
+        raise click.BadParameter(f"{path} holds no URL on its first line")
+    context.meta[URL_FILE] = line
+
+
+def _url(context: click.Context, parameter: click.Parameter, value: str | None) -> str | None:
+    from_file: str | None = context.meta.get(URL_FILE)
+    if value is None:
+        return from_file
+    if from_file is not None:
+        raise click.UsageError("give --url or --url-file, not both")
+    if holds_password(value):
+        click.echo(ARGV_WARNING, err=True)
+    return value
 
 
 def _table_prefix(context: click.Context, parameter: click.Parameter, value: str) -> str:
@@ -118,9 +176,10 @@ def reporting(url: str) -> Iterator[None]:
         # Bytes that are not UTF-8 on the command line reach Python as lone surrogates, which
         # no database driver can send.
         bad = error.object[error.start : error.end]
-        raise fail(
-            f"{InvalidArguments.code}: an argument is not valid UTF-8 text (it holds {bad!r})"
-        ) from error
+        message = f"an argument is not valid UTF-8 text (it holds {bad!r})"
+        if scrub(message, url) != message:  # the URL's own characters: say nothing of them
+            unchained(fail(f"{InvalidArguments.code}: the database URL is not valid UTF-8"))
+        raise fail(f"{InvalidArguments.code}: {message}") from error
 
 
 @contextlib.contextmanager
