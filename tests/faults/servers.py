@@ -9,6 +9,7 @@ where nothing listens until a forwarder to the real server opens it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -58,16 +59,32 @@ def postgres_stopped() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def mariadb_user(db: Database) -> Iterator[str]:
-    """A user of its own for the workers, so that killing its connections kills only theirs."""
+def mariadb_user(db: Database, password: str | bytes | None = None) -> Iterator[str]:
+    """A user of its own for the workers, so that killing its connections kills only theirs.
+
+    A ``password`` string is set as the ``mariadb`` client would set it over a UTF-8 connection
+    (the server hashes its UTF-8 bytes); bytes are hashed as they are, for a password in another
+    encoding, and the URL then holds them as Python decodes them (lone surrogates).
+    """
     name = f"rota_{uuid.uuid4().hex[:12]}"
     engine = db.engine()
     database = make_url(db.url).database
+    identified, parameters = "", {}
+    if isinstance(password, str):
+        identified, parameters = " IDENTIFIED BY :password", {"password": password}
+    elif password is not None:
+        identified, parameters = " IDENTIFIED BY PASSWORD :hash", {"hash": native_hash(password)}
     with engine.begin() as connection:
-        connection.execute(text(f"CREATE USER '{name}'@'%'"))
+        connection.execute(text(f"CREATE USER '{name}'@'%'{identified}"), parameters)
         connection.execute(text(f"GRANT ALL ON `{database}`.* TO '{name}'@'%'"))
+    url = make_url(db.url).set(username=name, password=None if password is None else "-")
+    written = url.render_as_string(False)
+    if isinstance(password, bytes):  # SQLAlchemy cannot quote lone surrogates: only ASCII is
+        written = written.replace(":-@", f":{ascii_quoted(os.fsdecode(password))}@", 1)
+    elif password is not None:
+        written = url.set(password=password).render_as_string(False)
     try:
-        yield make_url(db.url).set(username=name, password=None).render_as_string(False)
+        yield written
     finally:
         with engine.begin() as connection:
             for row in connection.execute(
@@ -78,6 +95,16 @@ def mariadb_user(db: Database) -> Iterator[str]:
                     connection.execute(text(f"KILL CONNECTION {int(row.ID)}"))
             connection.execute(text(f"DROP USER '{name}'@'%'"))
         engine.dispose()
+
+
+def ascii_quoted(text: str) -> str:
+    """``text`` with its ASCII punctuation percent-encoded and every other character as it is."""
+    return "".join(c if c.isalnum() or ord(c) > 127 else f"%{ord(c):02X}" for c in text)
+
+
+def native_hash(password: bytes) -> str:
+    """``mysql_native_password``'s hash of these bytes: ``*`` and SHA1(SHA1(password))."""
+    return "*" + hashlib.sha1(hashlib.sha1(password).digest()).hexdigest().upper()
 
 
 def kill_connections(db: Database, user: str) -> int:
