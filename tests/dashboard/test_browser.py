@@ -7,11 +7,6 @@ browsers).  Without them the module is skipped, unless ``CI=true``, where it fai
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,6 +20,7 @@ from rota import JobContext, Rota
 from rota.core.model import JobState, WorkerInfo
 from rota.dashboard import create_app
 from rota.testing import FakeClock
+from tests.dashboard.serving import serving
 from tests.helpers import sql_store
 
 CHROMIUM = "/usr/bin/chromium"
@@ -58,40 +54,6 @@ pytestmark = [
         MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
     ),
 ]
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free local port in a thread; yield its base URL."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if time.monotonic() > deadline or not thread.is_alive():
-                raise RuntimeError(f"the dashboard did not answer at {base} within 10 s")
-            time.sleep(0.05)
-        yield base
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 @contextmanager
@@ -162,6 +124,37 @@ def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:
     finally:
         sql_store(rota).engine.dispose()
     assert len(attempts) == 2
+
+
+def test_pausing_a_schedule_named_like_a_path_pauses_only_itself(tmp_path: Path) -> None:
+    """Chromium resolves ``..`` in a form's action: the name must reach the server whole."""
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db")
+
+    @rota.task
+    def nightly(ctx: JobContext) -> None: ...
+
+    hostile = "../schedules/victim"
+    for name in ("victim", hostile):
+        rota.schedule("0 3 * * *", nightly, name=name)
+
+    def state(name: str) -> str:
+        schedule = rota.store.schedules.get(name)
+        assert schedule is not None
+        return schedule.state.value
+
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            from playwright.sync_api import expect
+
+            page.goto(f"{base}/schedules")
+            row = page.locator(f'tr[id="schedule-{hostile}"]')
+            row.get_by_role("button", name="Pause").click()
+            expect(row.get_by_role("button", name="Resume")).to_be_visible()
+            assert page.url == f"{base}/schedules"
+            assert page.locator('tr[id="schedule-victim"] button', has_text="Pause").count() == 1
+    finally:
+        sql_store(rota).engine.dispose()
+    assert (state(hostile), state("victim")) == ("paused", "active")
 
 
 SCREENSHOTS = os.environ.get("ROTA_SCREENSHOTS")

@@ -2,13 +2,20 @@
 
 Every page goes through ``Renderer.render``, so none can miss the security headers or a form
 without its CSRF token, whether it is a page, an error or the login form.
+
+Templates put data into URLs only through the ``segment`` and ``query`` filters: a schedule
+named ``../schedules/victim`` is one path segment, ``..%2Fschedules%2Fvictim``, which neither a
+browser nor a proxy resolves into another schedule's URL (Jinja's own ``urlencode`` keeps
+``/`` as it is).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
@@ -27,6 +34,16 @@ from rota.display import span, took, when
 TEMPLATES = Path(__file__).parent / "templates"
 
 
+def segment(value: object) -> str:
+    """``value`` as one percent-encoded path segment: ``/``, ``?``, ``#`` and ``%`` included."""
+    return quote(str(value), safe="")
+
+
+def query(params: Mapping[str, object]) -> str:
+    """A query string of ``params``, every name and value percent-encoded."""
+    return urlencode({name: str(value) for name, value in params.items()})
+
+
 class Renderer:
     """The dashboard's Jinja2 templates, autoescaped, and the keys their forms are signed with."""
 
@@ -38,7 +55,7 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.templates.filters.update(when=when, age=span, took=took)
+        self.templates.filters.update(when=when, age=span, took=took, segment=segment, query=query)
 
     def render(
         self, request: Request, template: str, context: dict[str, Any], status: int = 200
