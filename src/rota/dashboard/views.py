@@ -2,9 +2,9 @@
 
 Pages never issue SQL of their own: keeping the data in plain dicts built from the store's
 protocol methods means a page cannot drift from what ``rota jobs``, ``rota schedules`` or
-``rota check`` report.  Counts and stranded jobs are the database's exact aggregates; only the
-hourly chart comes from one bounded scan of the newest jobs (``SCAN_LIMIT``), and a page says
-so when the scan was cut short.
+``rota check`` report.  Counts, stranded jobs and the hourly chart are the database's exact
+aggregates, and lists read job summaries, which leave the arguments out: no page but a job's
+own reads a payload, so a page's memory does not grow with what users put in their jobs.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ from rota.core.model import (
     claimable,
 )
 from rota.errors import RotaError
+from rota.store.base import JobSummary
 
 PER_PAGE = 50
-SCAN_LIMIT = 10_000
-MAX_PAGE = SCAN_LIMIT // PER_PAGE
+MAX_PAGE = 200
+"""Pages reach back 10,000 jobs; filters find older ones (a deeper OFFSET makes the database
+walk every row it skips)."""
+RUNNING_LIMIT = 10_000
+"""The most running jobs the workers' table lists (more than any cluster's concurrency)."""
 NEXT_RUNS = 5
 CHART_HOURS = 24
 MAX_DIGITS = len(str(MAX_JOB_ID))
@@ -111,18 +115,12 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc)
 
 
-def _scan(rota: Rota) -> tuple[list[Job], bool]:
-    """The newest jobs, and whether there are more than the scan reads."""
-    jobs = rota.store.jobs(limit=SCAN_LIMIT + 1)
-    return jobs[:SCAN_LIMIT], len(jobs) > SCAN_LIMIT
-
-
 def live_workers(rota: Rota, now: datetime) -> list[dict[str, Any]]:
     """Workers with a recent heartbeat, each with the running jobs it leases."""
     workers = rota.store.workers(now)
-    running: dict[str, list[Job]] = defaultdict(list)
+    running: dict[str, list[JobSummary]] = defaultdict(list)
     if workers:
-        for job in rota.store.jobs(states=(JobState.RUNNING,), limit=SCAN_LIMIT):
+        for job in rota.store.summaries(states=(JobState.RUNNING,), limit=RUNNING_LIMIT):
             if job.lease_owner is not None:
                 running[job.lease_owner].append(job)
     return [
@@ -141,24 +139,22 @@ def live_workers(rota: Rota, now: datetime) -> list[dict[str, Any]]:
     ]
 
 
-def hourly_chart(jobs: Sequence[Job], now: datetime) -> dict[str, Any]:
-    """Succeeded and failed jobs per hour over the last day, laid out as SVG bars.
+def chart_hours(now: datetime) -> list[datetime]:
+    """The bounds of the chart's hours: the last ``CHART_HOURS`` whole UTC hours up to the end
+    of the current one."""
+    end = _utc(now).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    return [end - timedelta(hours=CHART_HOURS - n) for n in range(CHART_HOURS + 1)]
+
+
+def hourly_chart(per_hour: Mapping[str, Sequence[int]], start: datetime) -> dict[str, Any]:
+    """Succeeded and failed jobs per hour from ``start`` (``Store.finished_per_period`` over
+    ``chart_hours``), laid out as SVG bars.
 
     The geometry is computed here so the template only places rectangles: no script is needed
     to see the chart, and every number in it is also in a ``<title>`` for screen readers.
     """
-    end = _utc(now).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    start = end - timedelta(hours=CHART_HOURS)
-    succeeded = [0] * CHART_HOURS
-    failed = [0] * CHART_HOURS
-    for job in jobs:
-        if job.finished_at is None or job.state not in (JobState.SUCCEEDED, JobState.FAILED):
-            continue
-        finished = _utc(job.finished_at)
-        if not start <= finished < end:
-            continue
-        slot = int((finished - start).total_seconds() // 3600)
-        (succeeded if job.state is JobState.SUCCEEDED else failed)[slot] += 1
+    succeeded = per_hour[JobState.SUCCEEDED.value]
+    failed = per_hour[JobState.FAILED.value]
     width, height, gap = 24, 120, 2
     top = max([*succeeded, *failed, 1])
     bars = []
@@ -202,7 +198,7 @@ def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
 
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
-    jobs, truncated = _scan(rota)
+    hours = chart_hours(now)
     counts = rota.store.counts()
     paused = rota.store.paused_queues()
     empty = dict.fromkeys(counts.by_state, 0)
@@ -212,34 +208,33 @@ def overview(rota: Rota) -> dict[str, Any]:
         "by_state": counts.by_state,
         "by_queue": dict(sorted({**dict.fromkeys(paused, empty), **counts.by_queue}.items())),
         "paused_queues": paused,
-        "truncated": truncated,
-        "scan_limit": SCAN_LIMIT,
-        "chart": hourly_chart(jobs, now),
+        "chart": hourly_chart(rota.store.finished_per_period(hours), hours[0]),
         "workers": live_workers(rota, now),
         "stranded": rota.store.stranded(now),
     }
 
 
 def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
-    """One page of jobs, newest first, and whether a next page exists."""
+    """One page of job summaries, newest first, and whether a next page exists; with a job id,
+    that job alone."""
     if query.job_id is not None:
-        found = rota.store.job(query.job_id)
-        rows = [found] if found is not None else []
         return {
-            "jobs": rows,
+            "jobs": rota.store.summaries(job_id=query.job_id, limit=1),
             "query": query,
             "prev_query": None,
             "next_query": None,
             "states": list(JobState),
         }
-    wanted = query.page * PER_PAGE
-    fetched = rota.store.jobs(
-        states=query.states, task=query.task, queue=query.queue, limit=wanted + 1
+    fetched = rota.store.summaries(
+        states=query.states,
+        task=query.task,
+        queue=query.queue,
+        limit=PER_PAGE + 1,
+        offset=(query.page - 1) * PER_PAGE,
     )
-    rows = fetched[wanted - PER_PAGE : wanted]
-    has_next = len(fetched) > wanted and query.page < MAX_PAGE
+    has_next = len(fetched) > PER_PAGE and query.page < MAX_PAGE
     return {
-        "jobs": rows,
+        "jobs": fetched[:PER_PAGE],
         "query": query,
         "prev_query": page_query(query, query.page - 1) if query.page > 1 else None,
         "next_query": page_query(query, query.page + 1) if has_next else None,
@@ -302,18 +297,11 @@ def describe(schedule: Schedule) -> str:
         return "(cannot describe this expression)"
 
 
-def last_outcome(rota: Rota, schedule: Schedule) -> Job | None:
-    """The newest job the schedule enqueued, found among its task's recent jobs."""
-    for job in rota.store.jobs(task=schedule.spec.task, limit=200):
-        if job.schedule == schedule.name:
-            return job
-    return None
-
-
 def schedules_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     schedules = rota.store.schedules.all()
     stats = rota.store.schedules.stats() if schedules else {}
+    last_jobs = rota.store.last_scheduled() if stats else {}
     rows = []
     for schedule in schedules:
         stat = stats.get(schedule.name, ScheduleStats())
@@ -323,7 +311,7 @@ def schedules_page(rota: Rota) -> dict[str, Any]:
                 "description": describe(schedule),
                 "next_runs": next_runs(schedule, now),
                 "stats": stat,
-                "last_job": last_outcome(rota, schedule) if stat.last_run else None,
+                "last_job": last_jobs.get(schedule.name) if stat.last_run else None,
                 "paused": schedule.state is ScheduleState.PAUSED,
                 "can_pause": schedule.state is ScheduleState.ACTIVE,
                 "can_resume": schedule.state is ScheduleState.PAUSED,
