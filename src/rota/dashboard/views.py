@@ -10,7 +10,7 @@ own reads a payload, so a page's memory does not grow with what users put in the
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -324,44 +324,3 @@ def schedules_page(rota: Rota) -> dict[str, Any]:
 def workers_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     return {"workers": live_workers(rota, now), "now": now}
-
-
-def _label(value: str) -> str:
-    """A Prometheus label value, escaped as the text format requires."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def metrics(rota: Rota) -> str:
-    """The Prometheus text exposition (format 0.0.4) of jobs, workers and schedules."""
-    now = rota.clock.now()
-    counts = rota.store.counts()
-    by_state = counts.by_state
-    by_queue = {
-        (queue, state): count
-        for queue, states in counts.by_queue.items()
-        for state, count in states.items()
-        if count
-    }
-    workers = rota.store.workers(now)
-    schedules = Counter(s.state.value for s in rota.store.schedules.all())
-    lines = [
-        "# HELP rota_jobs Jobs by state.",
-        "# TYPE rota_jobs gauge",
-    ]
-    lines += [f'rota_jobs{{state="{s.value}"}} {by_state.get(s.value, 0)}' for s in JobState]
-    lines += ["# HELP rota_jobs_queue Jobs by queue and state.", "# TYPE rota_jobs_queue gauge"]
-    lines += [
-        f'rota_jobs_queue{{queue="{_label(queue)}",state="{state}"}} {count}'
-        for (queue, state), count in sorted(by_queue.items())
-    ]
-    lines += [
-        "# HELP rota_workers_live Workers that missed fewer than two heartbeats.",
-        "# TYPE rota_workers_live gauge",
-        f"rota_workers_live {len(workers)}",
-        "# HELP rota_schedules Schedules by state.",
-        "# TYPE rota_schedules gauge",
-    ]
-    lines += [
-        f'rota_schedules{{state="{s.value}"}} {schedules.get(s.value, 0)}' for s in ScheduleState
-    ]
-    return "\n".join(lines) + "\n"
