@@ -17,6 +17,7 @@ from rich.table import Table
 
 from rota.app import Rota
 from rota.config import check_table_prefix, default_url
+from rota.core.escaping import visible, visible_json
 from rota.core.model import MAX_JOB_ID
 from rota.errors import (
     ConfigError,
@@ -241,12 +242,13 @@ def pairs(rows: list[tuple[str, str]]) -> Table:
     grid.add_column(style="bold")
     grid.add_column(overflow="fold")
     for label, value in rows:
-        grid.add_row(label, value)
+        grid.add_row(label, visible(value))
     return grid
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_json_value))
+    """``data`` as JSON whose strings show every invisible or control character as an escape."""
+    click.echo(visible_json(json.dumps(data, indent=2, ensure_ascii=False, default=_json_value)))
 
 
 def _json_value(value: Any) -> Any:

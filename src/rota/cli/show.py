@@ -130,7 +130,7 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("unique key", found.unique_key))
     if found.lease_owner is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
-    render(pairs([(label, visible(value)) for label, value in facts]))
+    render(pairs(facts))
     click.echo("")
     click.echo("arguments")
     if found.payload_error is not None:
