@@ -27,6 +27,7 @@ import pytest
 from sqlalchemy import text
 
 from rota import JobContext, Rota
+from rota.observe.events import logfmt
 from rota.observe.logs import INDENT, formatter
 from tests.cli import conftest as cli_tests
 from tests.cli.conftest import Cli, parsed
@@ -337,7 +338,7 @@ def test_a_real_workers_text_log_keeps_one_line_a_record(
     record_start = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ +\S+: ")
     assert all(record_start.match(line) or line.startswith(INDENT) for line in lines), output
     (failed,) = [line for line in lines if " job.failed " in line]
-    assert f"error={SHOWN}\\nFORGED 2026-01-01 ERROR rota: fake" in failed, failed
+    assert f'error="{SHOWN}\\nFORGED 2026-01-01 ERROR rota: fake"' in failed, failed
     (warned,) = [line for line in lines if "about to fail on" in line]
     assert warned.endswith(f"about to fail on {SHOWN}\\nFORGED 2026-01-01 ERROR rota: fake")
 
@@ -353,3 +354,20 @@ def test_a_real_workers_json_log_keeps_the_message_intact(
     assert failed["error"] == EVIL + FORGED
     (warned,) = [r for r in records if r.get("message", "").startswith("about to fail on")]
     assert warned["message"] == f"about to fail on {EVIL}{FORGED}"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("plain", "plain"),
+        ("x task=other", '"x task=other"'),
+        ('say "hi"', '"say \\x22hi\\x22"'),
+        ("", '""'),
+        ("a\nb", "a\\nb"),
+    ],
+)
+def test_a_logfmt_value_cannot_pass_for_another_field(value: str, shown: str) -> None:
+    assert logfmt(value) == shown
+    line = f"job.failed error={logfmt(value)} task=real"
+    fields = re.findall(r'(?:^| )(\w+)=(?:"[^"]*"|[^ "]*)(?= |$)', line)
+    assert fields == ["error", "task"], line

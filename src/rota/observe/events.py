@@ -86,6 +86,16 @@ class Event:
 Hook = Callable[[Event], "Awaitable[None] | None"]
 
 
+def logfmt(value: Any) -> str:
+    """``value`` as one logfmt value: escaped to be visible, and double-quoted when it holds a
+    space, ``=`` or a quote (a quote inside shown as ``\\x22``, like the other escapes), so an
+    error message like ``x task=other`` cannot pass for a field of its own."""
+    text = visible(str(value))
+    if text and not any(char in text for char in ' ="'):
+        return text
+    return '"' + text.replace('"', "\\x22") + '"'
+
+
 class EventLog:
     def __init__(self, logger: logging.Logger | None = None, log_format: str = "text") -> None:
         if log_format not in LOG_FORMATS:
@@ -143,7 +153,7 @@ class EventLog:
             return visible_json(
                 json.dumps({"event": event, **shown}, default=str, ensure_ascii=False)
             )
-        return " ".join([event, *(f"{key}={visible(str(value))}" for key, value in shown.items())])
+        return " ".join([event, *(f"{key}={logfmt(value)}" for key, value in shown.items())])
 
     def _call(self, hook: Hook, event: Event) -> None:
         try:
