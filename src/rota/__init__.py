@@ -6,18 +6,31 @@ from rota.app import Rota
 from rota.context import Cancellation, JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus
+from rota.core.model import (
+    AttemptError,
+    Counts,
+    DrainResult,
+    Job,
+    JobState,
+    JobStatus,
+    Progress,
+)
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
+    DependencyFailed,
     ExecutionFailed,
+    FailedByHandler,
     InvalidArguments,
     InvalidCron,
+    InvalidResult,
     InvalidTimezone,
     JobCancelled,
+    JobFailed,
     JobNotFound,
     JobTimeout,
+    ResultTimeout,
     RotaError,
     ScheduleNotFound,
     StoreError,
@@ -26,6 +39,7 @@ from rota.errors import (
     WorkerDied,
 )
 from rota.observe.events import Event
+from rota.outcomes import Fail, Retry, Snooze
 from rota.tasks import TaskDefinition
 
 __version__ = "0.1.0"
@@ -37,24 +51,33 @@ __all__ = [
     "ConfigError",
     "Counts",
     "DatabaseUnavailable",
+    "DependencyFailed",
     "DrainResult",
     "Enqueue",
     "Event",
     "ExecutionFailed",
+    "Fail",
+    "FailedByHandler",
     "InvalidArguments",
     "InvalidCron",
+    "InvalidResult",
     "InvalidTimezone",
     "Job",
     "JobCancelled",
     "JobContext",
+    "JobFailed",
     "JobNotFound",
     "JobState",
     "JobStatus",
     "JobTimeout",
+    "Progress",
+    "ResultTimeout",
+    "Retry",
     "RetryPolicy",
     "Rota",
     "RotaError",
     "ScheduleNotFound",
+    "Snooze",
     "StoreError",
     "SystemClock",
     "TaskDefinition",

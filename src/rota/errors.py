@@ -13,6 +13,12 @@
     ├── ExecutionFailed             EXECUTION_FAILED
     ├── JobTimeout                  TIMEOUT
     ├── JobCancelled                JOB_CANCELLED
+    ├── JobFailed                   JOB_FAILED            (rota.result of a failed job)
+    ├── ResultTimeout               RESULT_TIMEOUT        (also TimeoutError)
+    ├── InvalidResult               INVALID_RESULT
+    ├── DependencyFailed            DEPENDENCY_FAILED
+    ├── FailedByHandler             FAILED_BY_HANDLER
+    ├── WorkerDied                  WORKER_DIED
     └── StoreError                  STORE_ERROR
         ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
         └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)
@@ -20,7 +26,10 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from rota.core.model import AttemptError
 
 
 class RotaError(Exception):
@@ -67,6 +76,40 @@ class JobTimeout(RotaError):
 
 class JobCancelled(RotaError):
     code = "JOB_CANCELLED"
+
+
+class JobFailed(RotaError):
+    """``rota.result()`` of a job that ended ``failed``; ``error`` is its last attempt's."""
+
+    code = "JOB_FAILED"
+
+    def __init__(self, message: str, *, error: AttemptError | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class ResultTimeout(RotaError, TimeoutError):
+    """``rota.result(timeout=...)`` gave up: the job had not ended within the timeout."""
+
+    code = "RESULT_TIMEOUT"
+
+
+class InvalidResult(RotaError):
+    """A handler returned a value that is not JSON or is larger than ``max_result_bytes``."""
+
+    code = "INVALID_RESULT"
+
+
+class DependencyFailed(RotaError):
+    """A job this one depends on ended ``failed`` or ``cancelled``, so this one is cancelled."""
+
+    code = "DEPENDENCY_FAILED"
+
+
+class FailedByHandler(RotaError):
+    """The handler raised ``Fail(message)``: failed at once, not retried."""
+
+    code = "FAILED_BY_HANDLER"
 
 
 class WorkerDied(RotaError):

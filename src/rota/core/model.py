@@ -87,6 +87,19 @@ class NewJob:
     schedule: str | None = None
     scheduled_at: datetime | None = None
     unique_key: str | None = None
+    depends_on: tuple[int, ...] = ()
+    concurrency_key: str | None = None
+    """The key of the task's ``concurrency_limit``, resolved at enqueue (``None``: no limit)."""
+    rate_key: str | None = None
+    """The key of the task's ``rate_limit``, resolved at enqueue (``None``: no limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a running job says it is: a fraction in [0, 1] and an optional short note."""
+
+    fraction: float
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +131,13 @@ class Job:
     cancel_requested: bool = False
     unique_key: str | None = None
     trace: str | None = None
+    result: Any = None
+    """The handler's return value (JSON) once the job succeeded."""
+    progress: Progress | None = None
+    depends_on: tuple[int, ...] = ()
+    snoozes: int = 0
+    concurrency_key: str | None = None
+    rate_key: str | None = None
     payload_error: str | None = None
     """Why the stored row cannot be read (arguments written by a newer rota; arguments, errors
     or priority edited by hand): such a job is still listed, and fails with

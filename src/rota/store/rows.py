@@ -15,6 +15,7 @@ from rota.core.model import (
     Job,
     JobState,
     NewJob,
+    Progress,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
@@ -45,6 +46,9 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
         "schedule": job.schedule,
         "scheduled_at": job.scheduled_at,
         "unique_key": job.unique_key,
+        "concurrency_key": job.concurrency_key,
+        "rate_key": job.rate_key,
+        "has_dependencies": bool(job.depends_on),
     }
 
 
@@ -86,8 +90,30 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
         trace=trace,
+        result=_result(data["result"], problems),
+        progress=_progress(data["progress"], data["progress_note"]),
+        snoozes=data["snoozes"],
+        concurrency_key=data["concurrency_key"],
+        rate_key=data["rate_key"],
         payload_error="; ".join(problems) or None,
     )
+
+
+def _result(stored: str | None, problems: list[str]) -> Any:
+    """The stored return value; ``None``, and a problem quoting the text, if unreadable."""
+    if stored is None:
+        return None
+    try:
+        return json.loads(stored)
+    except ValueError as error:
+        problems.append(
+            f"its result cannot be read ({error}); it held {stored[:UNREADABLE_QUOTE]!r}"
+        )
+        return None
+
+
+def _progress(fraction: float | None, note: str | None) -> Progress | None:
+    return None if fraction is None else Progress(fraction, note)
 
 
 def _attempt_errors(stored: str | None, problems: list[str]) -> tuple[AttemptError, ...]:

@@ -19,11 +19,15 @@ from sqlalchemy import (
     String,
     Table,
     false,
+    text,
 )
 
 from rota.core import cron
 from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
+
+FLOW_KEY_LENGTH = 255
+"""Longest concurrency or rate key stored; longer keys are stored as a digest."""
 
 MYSQL_TABLE_OPTIONS: dict[str, Any] = {
     "mysql_engine": "InnoDB",
@@ -40,6 +44,8 @@ class Schema:
     schedules: Table
     leases: Table
     queues: Table
+    dependencies: Table
+    limits: Table
 
 
 def build_schema(prefix: str = "rota_") -> Schema:
@@ -66,7 +72,15 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("schedule", String(LIMITS["schedule"]), nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
         Column("unique_key", String(LIMITS["unique_key"]), nullable=True),
+        Column("result", LongText, nullable=True),
+        Column("progress", Float, nullable=True),
+        Column("progress_note", String(255), nullable=True),
+        Column("snoozes", Integer, nullable=False, server_default=text("0")),
+        Column("concurrency_key", String(FLOW_KEY_LENGTH), nullable=True),
+        Column("rate_key", String(FLOW_KEY_LENGTH), nullable=True),
+        Column("has_dependencies", Boolean, nullable=False, server_default=false()),
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
+        Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", "finished_at"),
         Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
@@ -125,6 +139,22 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("updated_at", UtcDateTime, nullable=False),
         **MYSQL_TABLE_OPTIONS,
     )
+    dependencies = Table(
+        f"{prefix}dependencies",
+        metadata,
+        Column("job_id", BigId, primary_key=True, autoincrement=False),
+        Column("depends_on", BigId, primary_key=True, autoincrement=False),
+        Index(f"ix_{prefix}dependencies_depends_on", "depends_on"),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    limits = Table(
+        f"{prefix}limits",
+        metadata,
+        Column("key", String(FLOW_KEY_LENGTH), primary_key=True),
+        Column("tokens", Float, nullable=True),
+        Column("updated_at", UtcDateTime, nullable=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -132,4 +162,6 @@ def build_schema(prefix: str = "rota_") -> Schema:
         schedules=schedules,
         leases=leases,
         queues=queues,
+        dependencies=dependencies,
+        limits=limits,
     )
