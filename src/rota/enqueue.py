@@ -124,6 +124,10 @@ def _job(
         unique_key = f"{target.name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
     if unique_key is not None:
         check_name("unique_key", unique_key, InvalidArguments)
+    flow = definition.limits if definition is not None else None
+    # Without the definition here the keys stay unset; the worker that claims the job fills
+    # them in (rota.store.limits).
+    concurrency_key, rate_key = flow.keys(request.args, request.kwargs) if flow else (None, None)
     return NewJob(
         task=target.name,
         payload=encoded,
@@ -132,6 +136,8 @@ def _job(
         priority=request.priority if request.priority is not None else _priority(definition),
         max_attempts=definition.policy.max_attempts if definition else None,
         unique_key=unique_key,
+        concurrency_key=concurrency_key,
+        rate_key=rate_key,
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from rota.core import limits as limits_
 from rota.core import values
 from rota.core.backoff import RetryPolicy
 from rota.core.cron import Cron
@@ -43,6 +44,16 @@ class TaskDefinition:
     """``"process"``: run each attempt of a sync handler in a child process, which a timeout,
     a cancel or a shutdown really stops, and whose crash fails only that attempt
     (``rota.runtime.isolation`` says what crosses to the child)."""
+    concurrency_limit: int | None = None
+    """At most this many jobs of the task with the same ``concurrency_key`` run at once,
+    across every worker (``rota.core.limits``)."""
+    concurrency_key: limits_.KeySource | None = None
+    """A ``str.format`` template over the handler's arguments, or a callable taking them;
+    without one the limit is per task."""
+    rate_limit: str | None = None
+    """``"<count>/<s|m|h>"``: at most that many starts per period per ``rate_key``."""
+    rate_key: limits_.KeySource | None = None
+    limits: limits_.FlowLimits | None = field(init=False, repr=False, compare=False)
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -67,6 +78,15 @@ class TaskDefinition:
         object.__setattr__(self, "takes_context", bool(signature.parameters))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
         isolation_.check(self.name, self.handler, self.isolation, self.is_async)
+        flow = limits_.flow_limits(
+            self.name,
+            signature,
+            self.concurrency_limit,
+            self.concurrency_key,
+            self.rate_limit,
+            self.rate_key,
+        )
+        object.__setattr__(self, "limits", flow)
         if self.cron is not None:
             Cron(self.cron, self.tz)
         if self.cron is not None and self.argument_problem((), {}) is not None:
@@ -120,6 +140,10 @@ class TaskOptions(TypedDict, total=False):
     priority: int
     unique: bool
     isolation: isolation_.Isolation
+    concurrency_limit: int | None
+    concurrency_key: limits_.KeySource | None
+    rate_limit: str | None
+    rate_key: limits_.KeySource | None
 
 
 class TaskRegistry:

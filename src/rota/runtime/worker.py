@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rota.core.limits import FlowLimits
 from rota.core.model import DrainResult, Job, JobState, WorkerInfo
 from rota.core.transitions import Transition, lease_until
 from rota.errors import StoreError
@@ -97,6 +98,11 @@ class Worker:
     @property
     def tasks(self) -> list[str]:
         return self.executor.registry.names()
+
+    @property
+    def limits(self) -> dict[str, FlowLimits]:
+        """The flow limits of the tasks that have any, which the claim enforces."""
+        return {task.name: task.limits for task in self.executor.registry if task.limits}
 
     def notify(self) -> None:
         """A job was queued in this process: look for work now instead of at the next poll."""
@@ -304,7 +310,7 @@ class Worker:
             now = self.clock.now()
             until = lease_until(now, self.settings.lease_seconds)
             jobs: list[Job] = await self._db(
-                self.store.claim, self.id, pool.queues, self.tasks, free, now, until
+                self.store.claim, self.id, pool.queues, self.tasks, free, now, until, self.limits
             )
             for job in jobs:
                 self._launch(job, index)

@@ -17,6 +17,7 @@ from typing import Protocol, TypeAlias
 
 from sqlalchemy.engine import Connection
 
+from rota.core.limits import FlowLimits
 from rota.core.model import (
     AttemptError,
     Counts,
@@ -151,13 +152,16 @@ class Store(Protocol):
         limit: int,
         now: datetime,
         lease_until: datetime,
+        limits: Mapping[str, FlowLimits] | None = None,
     ) -> list[Job]:
         """Move up to ``limit`` due pending jobs of ``tasks`` in ``queues`` to ``running``.
 
         Queues paused with ``set_queues_paused`` are skipped, read in the same transaction.
         Due means ``run_at <= now``; order is priority, then ``run_at``, then id.  Each claimed
         job's attempt is incremented and its lease given to ``worker_id`` until
-        ``lease_until``.  Concurrent callers never receive the same job.
+        ``lease_until``.  Concurrent callers never receive the same job.  A job of a task in
+        ``limits`` starts only within its concurrency and rate limits; the others are passed
+        over and stay pending, never blocking the rest.
         """
         ...
 

@@ -7,7 +7,7 @@ row count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,10 +15,12 @@ from sqlalchemy import Select, and_, delete, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from rota.core.limits import FlowLimits
 from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob
 from rota.core.transitions import Transition
 from rota.store.cluster import read_paused
 from rota.store.database import Database
+from rota.store.limits import FlowClaims
 from rota.store.rows import RUNNING, WAITING, errors_json, job_values, to_job
 
 
@@ -26,6 +28,7 @@ class SqlJobs:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.jobs
+        self.flow = FlowClaims(database)
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
@@ -89,9 +92,12 @@ class SqlJobs:
         limit: int,
         now: datetime,
         lease_until: datetime,
+        limits: Mapping[str, FlowLimits] | None = None,
     ) -> list[Job]:
         if limit <= 0 or not queues or not tasks:
             return []
+        # Tasks without limits keep the plain claim: they pay nothing for flow control.
+        flows = {task: limits[task] for task in tasks if limits and task in limits}
         values = {
             "state": RUNNING,
             "started_at": now,
@@ -104,12 +110,22 @@ class SqlJobs:
             open_queues = [queue for queue in queues if queue not in paused]
             if not open_queues:
                 return []
-            candidates = self.claim_query(open_queues, tasks, limit, now)
-            claimed = self.database.dialect.claim(connection, self.table, candidates, values)
+            if flows:
+
+                def query(n: int) -> Select[Any]:
+                    return self.claim_query(open_queues, tasks, n, now)
+
+                claimed = self.flow.claim(connection, query, flows, limit, now, values)
+            else:
+                candidates = self.claim_query(open_queues, tasks, limit, now)
+                claimed = self.database.dialect.claim(connection, self.table, candidates, values)
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
 
-        return self.database.transaction(work)
+        jobs = self.database.transaction(work)
+        if flows:
+            self.flow.committed()
+        return jobs
 
     def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
         jobs = self.table

@@ -7,13 +7,14 @@ queues), ``schedules.py`` and ``migrate.py`` — all over one shared ``Database`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import Engine
 
+from rota.core.limits import FlowLimits
 from rota.core.model import Counts, Job, JobState, NewJob, Stranded, WorkerInfo
 from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
@@ -115,8 +116,9 @@ class SqlStore:
         limit: int,
         now: datetime,
         lease_until: datetime,
+        limits: Mapping[str, FlowLimits] | None = None,
     ) -> list[Job]:
-        return self._jobs.claim(worker_id, queues, tasks, limit, now, lease_until)
+        return self._jobs.claim(worker_id, queues, tasks, limit, now, lease_until, limits)
 
     def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
         return self._jobs.complete(worker_id, transitions, now)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Select, Table, event, insert, text, update
+from sqlalchemy import Select, Table, event, insert, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
@@ -138,14 +138,8 @@ class MySQLDialect(Dialect):
         values: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """The candidates are locked by the SELECT, then updated by id."""
-        rows = connection.execute(candidates).all()
-        if not rows:
-            return []
-        changes = {**values, "attempt": table.c.attempt + 1}
-        connection.execute(
-            update(table).where(table.c.id.in_([row.id for row in rows])).values(changes)
-        )
-        return [{**row._mapping, **values, "attempt": row.attempt + 1} for row in rows]
+        rows = [dict(row._mapping) for row in connection.execute(candidates)]
+        return self.claim_rows(connection, table, rows, values)
 
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
         """``GET_LOCK``: 1 when taken, 0 when the wait ran out, NULL on an error (a killed
