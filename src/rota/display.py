@@ -1,9 +1,12 @@
-"""How times and durations are shown to people, the same in the CLI and the dashboard."""
+"""How times, durations and progress are shown to people, the same in the CLI and the
+dashboard."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from rota.core.model import Progress
 
 NONE = "-"
 
@@ -45,3 +48,15 @@ def took(delta: timedelta | None) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
     return span(delta)
+
+
+def progress(value: Progress | None) -> str:
+    """``40% 4 of 10 files``: a whole percentage, never ``100%`` before the end nor ``0%``
+    after the start (MySQL keeps the fraction in single precision), then the note as stored;
+    the caller escapes it."""
+    if value is None:
+        return NONE
+    percent = 100 if value.fraction >= 1 else min(99, round(value.fraction * 100))
+    if value.fraction > 0 and percent == 0:
+        percent = 1
+    return f"{percent}% {value.note}" if value.note else f"{percent}%"

@@ -38,6 +38,7 @@ def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
         next_run=job.run_at if job.state is JobState.PENDING else None,
         runs=job.attempt,
         failures=len(job.errors),
+        progress=job.progress if job.state is JobState.RUNNING else None,
     )
 
 

@@ -181,6 +181,7 @@ def test_a_wide_terminal_shows_every_column_and_whole_names(url: str) -> None:
         "queue",
         "state",
         "attempt",
+        "progress",
         "run at",
         "finished at",
         "last error",

@@ -28,7 +28,7 @@ from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
-from rota.display import NONE, local, took, when
+from rota.display import NONE, local, progress, took, when
 from rota.errors import RotaError
 
 NEXT_RUNS = 3
@@ -80,6 +80,7 @@ def jobs(
         Column("queue", NAME, drop=3),
         Column("state"),
         Column("attempt", drop=4),
+        Column("progress", NAME, drop=6),
         Column("run at", drop=1),
         Column("finished at", drop=5),
         Column("last error", NAME, drop=2),
@@ -91,6 +92,7 @@ def jobs(
             job.queue,
             job.state.value,
             attempts(job),
+            progress(job.progress) if job.state is JobState.RUNNING else NONE,
             when(job.run_at),
             when(job.finished_at),
             job.errors[-1].code if job.errors else NONE,
@@ -116,6 +118,7 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         ("state", found.state.value + (" (cancel requested)" if found.cancel_requested else "")),
         ("attempt", attempts(found)),
         ("priority", str(found.priority)),
+        ("progress", progress(found.progress)),
         ("created at", when(found.created_at)),
         ("run at", when(found.run_at)),
         ("started at", when(found.started_at)),
@@ -232,6 +235,9 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
         "finished_at": job.finished_at,
         "schedule": job.schedule,
         "scheduled_at": job.scheduled_at,
+        "progress": {"fraction": job.progress.fraction, "note": job.progress.note}
+        if job.progress
+        else None,
         "last_error": {"code": last.code, "type": last.type, "message": last.message}
         if last
         else None,

@@ -103,6 +103,16 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgressReport:
+    """The latest progress of one attempt that the worker has not written yet; the heartbeat
+    writes it only while that attempt still holds the job."""
+
+    job_id: int
+    attempt: int
+    progress: Progress
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """One persisted request to run a task, as the database holds it.
 
@@ -228,6 +238,8 @@ class JobStatus:
     next_run: datetime | None
     runs: int
     failures: int
+    progress: Progress | None = None
+    """A running job's latest reported progress (``None`` for schedules and other jobs)."""
 
 
 @dataclass(frozen=True, slots=True)

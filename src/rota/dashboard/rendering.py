@@ -29,7 +29,7 @@ from rota.dashboard.security import (
     Keys,
     set_strict_cookie,
 )
-from rota.display import span, took, when
+from rota.display import progress, span, took, when
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -55,7 +55,9 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.templates.filters.update(when=when, age=span, took=took, segment=segment, query=query)
+        self.templates.filters.update(
+            when=when, age=span, took=took, progress=progress, segment=segment, query=query
+        )
 
     def render(
         self, request: Request, template: str, context: dict[str, Any], status: int = 200

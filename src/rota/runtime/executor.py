@@ -20,6 +20,7 @@ from rota.errors import ExecutionFailed, InvalidArguments, JobTimeout, RotaError
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
 from rota.runtime import isolation
+from rota.runtime.progress import ProgressBoard
 from rota.runtime.threads import Threads
 from rota.runtime.timer import Timer
 from rota.tasks import TaskDefinition, TaskRegistry
@@ -64,6 +65,8 @@ class Executor:
         self.events = events
         self.threads = threads
         self.rng = rng or random.Random()
+        self.progress = ProgressBoard()
+        """Handlers' latest ``ctx.progress``, which the worker's heartbeat writes."""
 
     def policy(self, task: str) -> RetryPolicy:
         definition = self.registry.find(task)
@@ -88,6 +91,7 @@ class Executor:
                 logging.getLogger(f"rota.task.{job.task}"),
                 {"job_id": job.id, "task": job.task, "attempt": job.attempt},
             ),
+            on_progress=self.progress.reporter(job.id, job.attempt),
         )
         self.events.job("job.started", job)
         started = time.monotonic()

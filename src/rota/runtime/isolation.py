@@ -13,7 +13,8 @@ What crosses to the child, and back:
 * the arguments, as the JSON the job stores, and the return value, as JSON (one that is not
   JSON is dropped with a warning: rota keeps no results);
 * a ``JobContext`` with the same ``job_id``, ``task``, ``queue``, ``attempt`` and
-  ``scheduled_at``, and a logger of the same name.
+  ``scheduled_at``, and a logger of the same name; its ``progress`` values cross back over a
+  pipe of their own as they are reported (``rota.runtime.progress``).
 
 What does not cross: objects in the parent's memory (module state is the child's own, fresh
 from importing the module), logging configured in the parent (configure it again in the
@@ -43,12 +44,14 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Literal
 
 from rota.context import JobContext
 from rota.errors import ConfigError, ExecutionFailed, RotaError
+from rota.runtime.progress import ProgressRelay, child_reporter
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -133,7 +136,7 @@ async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
             "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
         }
     )
-    child = _Child(spec)
+    child = _Child(spec, ctx.progress)
     try:
         output = await child.finished()
     except BaseException:
@@ -147,18 +150,23 @@ async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
 class _Child:
     """One child process, the pipe it writes its outcome to, and the one that keeps it alive."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, report: Callable[[float, str | None], None]) -> None:
         context = multiprocessing.get_context("spawn")
         self._output, child_output = context.Pipe(duplex=False)
         child_lifeline, self._lifeline = context.Pipe(duplex=False)
+        self._progress, child_progress = context.Pipe(duplex=False)
         self.process: BaseProcess = context.Process(
-            target=_child_main, args=(spec, child_output, child_lifeline), name="rota-isolated"
+            target=_child_main,
+            args=(spec, child_output, child_lifeline, child_progress),
+            name="rota-isolated",
         )
         try:
             self.process.start()
         finally:
             child_output.close()
             child_lifeline.close()
+            child_progress.close()
+        self._relay = ProgressRelay(self._progress, report)
         self.pid = self.process.pid
         self.exitcode: int | None = None
         self._chunks: list[bytes] = []
@@ -172,11 +180,13 @@ class _Child:
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._read)
         loop.add_reader(sentinel, _settle, exited)
+        self._relay.start()
         try:
             await exited
         finally:
             loop.remove_reader(fd)
             loop.remove_reader(sentinel)
+            self._relay.finish()
         self._read_all()
         self._reap()
         return b"".join(self._chunks)
@@ -232,6 +242,7 @@ class _Child:
         self._closed = True
         self._output.close()
         self._lifeline.close()
+        self._progress.close()
         self.process.close()
 
 
@@ -277,7 +288,7 @@ def _rebuilt(error: dict[str, Any]) -> ChildFailed:
 # -- in the child --------------------------------------------------------------------------
 
 
-def _child_main(spec: str, output: Connection, lifeline: Connection) -> None:
+def _child_main(spec: str, output: Connection, lifeline: Connection, progress: Connection) -> None:
     """The child's whole life: run the handler once, write the outcome as JSON, exit."""
     threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
     data = json.loads(spec)
@@ -292,6 +303,7 @@ def _child_main(spec: str, output: Connection, lifeline: Connection) -> None:
             logging.getLogger(f"rota.task.{data['task']}"),
             {"job_id": data["job_id"], "task": data["task"], "attempt": data["attempt"]},
         ),
+        on_progress=child_reporter(progress),
     )
 
     def terminated(signum: int, frame: object) -> None:

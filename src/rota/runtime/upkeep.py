@@ -1,9 +1,10 @@
 """The worker's background loops besides claiming: heartbeat, rescue and prune.
 
-*heartbeat* renews the leases of the jobs this worker holds and learns which of them someone
-asked to cancel or took away; *rescue* returns jobs of dead workers to ``pending``; *prune*
-deletes old finished jobs while this worker holds the prune lease.  Each logs a database
-error, backs off and carries on; so does one meeting any other error, logged with its traceback.
+*heartbeat* renews the leases of the jobs this worker holds, writes the progress their
+handlers reported, and learns which of them someone asked to cancel or took away; *rescue*
+returns jobs of dead workers to ``pending``; *prune* deletes old finished jobs while this
+worker holds the prune lease.  Each logs a database error, backs off and carries on; so does
+one meeting any other error, logged with its traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
+from rota.core.model import ProgressReport
 from rota.core.transitions import lease_until
 from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
@@ -47,18 +49,22 @@ class Upkeep:
     async def heartbeating(
         self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, str], None]
     ) -> None:
-        """Every third of the lease: renew it for the ids ``held()`` gives, and ``interrupt``
-        those whose cancel was asked (``CANCEL``) or whose lease another worker took
-        (``SHUTDOWN``)."""
+        """Every third of the lease: renew it for the ids ``held()`` gives, write the progress
+        their handlers reported since the last time, and ``interrupt`` those whose cancel was
+        asked (``CANCEL``) or whose lease another worker took (``SHUTDOWN``).  Progress a
+        failed heartbeat did not write goes back to the board for the next one."""
         backoff = LoopBackoff("heartbeat", self.max_backoff)
+        board = self.executor.progress
         while True:
             delay = self.lease_seconds / 3
+            progress: list[ProgressReport] = []
             try:
                 job_ids = sorted(held())
+                progress = board.take(job_ids)
                 now = self.executor.clock.now()
                 until = lease_until(now, self.lease_seconds)
                 cancel, lost = await self._db(
-                    self.store.heartbeat, self.worker_id, job_ids, now, until
+                    self.store.heartbeat, self.worker_id, job_ids, now, until, progress
                 )
                 for job_id in cancel:
                     interrupt(job_id, CANCEL)
@@ -66,6 +72,7 @@ class Upkeep:
                     interrupt(job_id, SHUTDOWN)
                 backoff.succeeded()
             except Exception as error:
+                board.put_back(progress)
                 delay = min(delay, backoff.failed(error))
             await self.timer.sleep(delay)
 

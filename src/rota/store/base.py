@@ -24,6 +24,8 @@ from rota.core.model import (
     Job,
     JobState,
     NewJob,
+    Progress,
+    ProgressReport,
     Schedule,
     ScheduleSpec,
     ScheduleState,
@@ -91,6 +93,8 @@ class JobSummary:
     """The worker running it, while it runs."""
     last_error: AttemptError | None
     """The newest failed attempt's error (``None`` also when the column cannot be read)."""
+    progress: Progress | None = None
+    """The latest progress its handler reported (kept once it finished; cleared at a claim)."""
 
 
 class Store(Protocol):
@@ -174,9 +178,16 @@ class Store(Protocol):
         ...
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        progress: Sequence[ProgressReport] = (),
     ) -> tuple[set[int], set[int]]:
-        """Renew the worker's row and the leases of its running jobs.
+        """Renew the worker's row and the leases of its running jobs, and write the
+        ``progress`` reported since the last heartbeat in the same transaction (each only
+        while its attempt still holds the job).
 
         Returns ``(cancel_requested, lost)``: jobs someone asked to cancel, and jobs no longer
         held by this worker (rescued after an expired lease, say).

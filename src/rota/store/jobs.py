@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, select, true, update
+from sqlalchemy import Select, and_, bindparam, delete, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.limits import FlowLimits
-from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob
+from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.cluster import read_paused
 from rota.store.database import Database
@@ -103,6 +103,9 @@ class SqlJobs:
             "started_at": now,
             "lease_owner": worker_id,
             "lease_until": lease_until,
+            # Each attempt reports its own progress: a retry does not show the last one's.
+            "progress": None,
+            "progress_note": None,
         }
 
         def work(connection: Connection) -> list[Job]:
@@ -176,7 +179,12 @@ class SqlJobs:
         return applied
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        progress: Sequence[ProgressReport] = (),
     ) -> tuple[set[int], set[int]]:
         jobs, workers = self.table, self.database.schema.workers
 
@@ -190,6 +198,7 @@ class SqlJobs:
                 jobs.c.id.in_(job_ids), jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id
             )
             connection.execute(update(jobs).where(held).values(lease_until=lease_until))
+            self._write_progress(connection, worker_id, progress)
             rows = connection.execute(select(jobs.c.id, jobs.c.cancel_requested).where(held))
             still_held: set[int] = set()
             cancel: set[int] = set()
@@ -200,6 +209,38 @@ class SqlJobs:
             return cancel, set(job_ids) - still_held
 
         return self.database.transaction(work)
+
+    def _write_progress(
+        self, connection: Connection, worker_id: str, reports: Sequence[ProgressReport]
+    ) -> None:
+        """One statement, executed once per reported job (``executemany``), each row written
+        only while the reporting attempt still holds the job: a late value from an attempt
+        that was rescued, retried or taken by another worker changes nothing."""
+        if not reports:
+            return
+        jobs = self.table
+        statement = (
+            update(jobs)
+            .where(
+                jobs.c.id == bindparam("b_id"),
+                jobs.c.attempt == bindparam("b_attempt"),
+                jobs.c.state == RUNNING,
+                jobs.c.lease_owner == worker_id,
+            )
+            .values(progress=bindparam("b_fraction"), progress_note=bindparam("b_note"))
+        )
+        connection.execute(
+            statement,
+            [
+                {
+                    "b_id": report.job_id,
+                    "b_attempt": report.attempt,
+                    "b_fraction": report.progress.fraction,
+                    "b_note": report.progress.note,
+                }
+                for report in reports
+            ],
+        )
 
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
         jobs = self.table

@@ -17,12 +17,12 @@ from sqlalchemy import Select, and_, case, func, select
 from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
 from rota.store.base import JobSummary
 from rota.store.database import Database
-from rota.store.rows import WAITING, _attempt_errors, to_job
+from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
 
 FINISHED = [state for state in JobState if state.is_final]
 SUMMARY = [
     *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
-    *("schedule", "lease_owner", "errors"),
+    *("schedule", "lease_owner", "errors", "progress", "progress_note"),
 ]
 """The columns a ``JobSummary`` is made of: never ``payload``."""
 
@@ -152,4 +152,5 @@ def to_summary(data: Mapping[Any, Any]) -> JobSummary:
         schedule=data["schedule"],
         lease_owner=data["lease_owner"],
         last_error=errors[-1] if errors else None,
+        progress=_progress(data["progress"], data["progress_note"]),
     )

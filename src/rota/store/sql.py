@@ -15,7 +15,15 @@ from sqlalchemy import Select
 from sqlalchemy.engine import Engine
 
 from rota.core.limits import FlowLimits
-from rota.core.model import Counts, Job, JobState, NewJob, Stranded, WorkerInfo
+from rota.core.model import (
+    Counts,
+    Job,
+    JobState,
+    NewJob,
+    ProgressReport,
+    Stranded,
+    WorkerInfo,
+)
 from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
@@ -124,9 +132,14 @@ class SqlStore:
         return self._jobs.complete(worker_id, transitions, now)
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        progress: Sequence[ProgressReport] = (),
     ) -> tuple[set[int], set[int]]:
-        return self._jobs.heartbeat(worker_id, job_ids, now, lease_until)
+        return self._jobs.heartbeat(worker_id, job_ids, now, lease_until, progress)
 
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
         return self._jobs.expired_leases(now, limit)
