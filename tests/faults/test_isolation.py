@@ -10,6 +10,7 @@ live in tests/apps/isolated_app.py, since a child imports its handler by name.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rota import ConfigError, JobContext, JobState, Rota
+from rota import ConfigError, InvalidResult, JobContext, JobState, Rota
 from rota.core.clock import SystemClock
 from rota.runtime import isolation
 from tests.apps import isolated_app
@@ -118,7 +119,7 @@ def test_a_child_that_ignores_sigterm_is_killed_at_its_timeout_and_the_job_retri
     make_rota: Callable[..., Rota], tmp_path: Path
 ) -> None:
     rota = make_rota(clock=SystemClock())
-    isolated(rota, isolated_app.stubborn, timeout=0.5, retries=1, retry_delay=0)
+    isolated(rota, isolated_app.stubborn, timeout=3, retries=1, retry_delay=0)
     path = tmp_path / "marks"
     job_id = rota.queue("stubborn", str(path), 60.0)
     started = time.monotonic()
@@ -143,7 +144,7 @@ def test_sigterm_sets_cancelled_and_runs_finally_in_the_child(
     make_rota: Callable[..., Rota], tmp_path: Path
 ) -> None:
     rota = make_rota(clock=SystemClock())
-    isolated(rota, isolated_app.polite, timeout=0.5, retries=0)
+    isolated(rota, isolated_app.polite, timeout=3, retries=0)
     path = tmp_path / "marks"
     job_id = rota.queue("polite", str(path), 60.0)
     rota.drain()
@@ -179,9 +180,7 @@ def test_a_child_running_at_shutdown_is_stopped_and_its_job_returns(
     assert [what for _, _, _, what in marks(path)] == ["start", "start", "end"]
 
 
-def test_arguments_context_and_result_cross_as_json(
-    make_rota: Callable[..., Rota], caplog: pytest.LogCaptureFixture
-) -> None:
+def test_arguments_context_and_result_cross_as_json(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota()
     isolated(rota, isolated_app.echo, isolated_app.unencodable, isolated_app.no_context)
     args = [1, 2.5, "zürich ✓", None, True, [1, {"a": [2]}]]
@@ -198,7 +197,9 @@ def test_arguments_context_and_result_cross_as_json(
             scheduled_at=job.scheduled_at,
             logger=logging.LoggerAdapter(logging.getLogger(f"rota.task.{task}"), {}),
         )
-        return asyncio.run(isolation.run(rota.registry.get(task), ctx, job))
+        definition = rota.registry.get(task)
+        text = asyncio.run(isolation.run(definition, ctx, job, rota.config.max_result_bytes))
+        return None if text is None else json.loads(text)
 
     echoed = attempt("echo", job_id)
     pid = echoed.pop("pid")
@@ -214,9 +215,8 @@ def test_arguments_context_and_result_cross_as_json(
         "scheduled_at": job.scheduled_at.isoformat() if job.scheduled_at else None,
     }
     assert attempt("no_context", rota.queue("no_context")) == 42
-    with caplog.at_level(logging.WARNING, "rota.task.unencodable"):
-        assert attempt("unencodable", rota.queue("unencodable")) is None
-    assert "not JSON" in caplog.text
+    with pytest.raises(InvalidResult, match="not JSON"):
+        attempt("unencodable", rota.queue("unencodable"))
 
 
 @pytest.mark.parametrize("slow", [False], ids=["fast"])
