@@ -7,10 +7,13 @@ its lease expires) and reads the rate's tokens: two claims of one key take turns
 holds across any number of workers.  The count is read after the lock, so it sees every claim
 of that key that committed before.
 
-No head-of-line blocking: the candidate query leaves out keys known to be full (their running
-jobs are counted before it, and a rate key used up stays so until its window ends), and the
-claim looks again in up to ``ROUNDS`` rounds past the keys it found full, so a hot key with
-a thousand waiting jobs never hides the cold keys' jobs behind it.
+No head-of-line blocking: the candidate query leaves out keys known to be full (those the
+last claim of this process found full, then those the count after the lock finds full; a rate
+key used up stays so until its window ends), and the claim looks again in up to ``ROUNDS``
+rounds past the keys it found full, so a hot key with a thousand waiting jobs never hides the
+cold keys' jobs behind it.  Cost per claim over the plain one: the lock of the keys' rows, one
+count of the running jobs of limited tasks, one write of the rates' tokens (if any) and, when a
+round finds full keys, one more candidate query.
 
 A job written without keys (queued by name from a process that lacks the definition, made by
 a schedule, or queued before the task had a limit) gets them here, from its arguments and
@@ -53,6 +56,12 @@ class _Held:
     rates: dict[str, FlowLimits] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     """Keys looked up, held or not: a key held by another claim stays blocked this time."""
+    flows: Mapping[str, FlowLimits] = field(default_factory=dict)
+    running: dict[str, tuple[str, int]] | None = None
+    """The last count of running jobs per concurrency key (``None``: not counted yet)."""
+
+    def running_of(self, key: str) -> int:
+        return (self.running or {}).get(key, ("", 0))[1]
 
 
 class FlowClaims:
@@ -64,6 +73,9 @@ class FlowClaims:
         """Rate keys used up, until their window ends: a hint that spares the candidate query
         their jobs (a window's tokens only ever go down)."""
         self._uncommitted: dict[str, datetime] = {}
+        self._full: set[str] = set()
+        """Concurrency keys the last claim found full: a hint that spares the first candidate
+        query their jobs (the count after the lock decides)."""
 
     def committed(self) -> None:
         """The claim's transaction committed: what it used up is used up."""
@@ -84,12 +96,13 @@ class FlowClaims:
         self._uncommitted = {}
         self._exhausted = {key: end for key, end in self._exhausted.items() if end > now}
         jobs = self.jobs
-        blocked = self._saturated(connection, flows, now)
+        blocked = set(self._full)
         blocked_rates = set(self._exhausted)
-        held = _Held()
+        held = _Held(flows=flows)
         chosen: list[dict[str, Any]] = []
         for _ in range(ROUNDS):
             want = limit - len(chosen)
+            excluded = set(blocked)
             query = candidates(want)
             if blocked:
                 query = query.where(_outside(jobs.c.concurrency_key, blocked))
@@ -104,33 +117,18 @@ class FlowClaims:
             self._lock(connection, concurrency, rates, held, now)
             admitted = set(admit(found, flows, held.free, held.tokens))
             chosen.extend(row for row in rows if row["id"] in admitted)
-            blocked.update(key for key in concurrency if held.free.get(key, 0) <= 0)
+            if held.running is None and excluded:  # the hint alone left these out: check it
+                held.running = self._running(connection, flows, now)
+            if held.running is not None:  # counted: the hint gives way to the count
+                blocked = _saturated(held.running, flows)
+            blocked.update(key for key in held.seen if held.free.get(key, 1) <= 0)
+            blocked.update(key for key in concurrency if key not in held.free)
             blocked_rates.update(key for key in rates if held.tokens.get(key, 0) <= 0)
-            if len(rows) < want or len(chosen) >= limit:
-                break
+            if len(chosen) >= limit or (len(rows) < want and excluded <= blocked):
+                break  # all taken, or nothing more is due past keys still full
+        self._full = blocked
         self._take_tokens(connection, held, now)
         return self.database.dialect.claim_rows(connection, jobs, chosen, values)
-
-    def _saturated(
-        self, connection: Connection, flows: Mapping[str, FlowLimits], now: datetime
-    ) -> set[str]:
-        """Concurrency keys whose running jobs fill their limit, as last committed: a hint
-        for the candidate query (the count after the lock decides)."""
-        limits = {task: flow.concurrency for task, flow in flows.items() if flow.concurrency}
-        if not limits:
-            return set()
-        jobs = self.jobs
-        query = (
-            select(jobs.c.task, jobs.c.concurrency_key, func.count())
-            .where(
-                jobs.c.state == RUNNING,
-                jobs.c.lease_until >= now,
-                jobs.c.task.in_(list(limits)),
-                jobs.c.concurrency_key.is_not(None),
-            )
-            .group_by(jobs.c.task, jobs.c.concurrency_key)
-        )
-        return {key for task, key, n in connection.execute(query) if n >= limits[task]}
 
     def _fill_keys(
         self, connection: Connection, rows: list[dict[str, Any]], flows: Mapping[str, FlowLimits]
@@ -176,10 +174,11 @@ class FlowClaims:
         held.seen.update(keys)
         locked = self._lock_rows(connection, keys, now)
         counted = [key for key in concurrency if key in locked]
-        running = self._running(connection, counted, now) if counted else {}
+        if counted:
+            held.running = self._running(connection, held.flows, now)
         for key in counted:
             limit = concurrency[key].concurrency or 0
-            held.free[key] = limit - running.get(key, 0)
+            held.free[key] = limit - held.running_of(key)
         for key, flow in rates.items():
             if key in locked and flow.rate is not None:
                 tokens, window = locked[key]
@@ -213,21 +212,29 @@ class FlowClaims:
         )
         return {key: (tokens, at) for key, tokens, at in connection.execute(query)}
 
-    def _running(self, connection: Connection, keys: list[str], now: datetime) -> dict[str, int]:
-        """Running jobs per key whose lease is live (ix_jobs_concurrency serves it)."""
+    def _running(
+        self, connection: Connection, flows: Mapping[str, FlowLimits], now: datetime
+    ) -> dict[str, tuple[str, int]]:
+        """``{key: (task, running)}`` over every running job of a concurrency-limited task whose
+        lease is live: the slots of the keys just locked, and which keys are full (a hint for
+        the next round and the next claim).  The running jobs are no more than the cluster's
+        slots."""
+        tasks = [task for task, flow in flows.items() if flow.concurrency]
         jobs = self.jobs
         query = (
-            select(jobs.c.concurrency_key, func.count())
+            select(jobs.c.task, jobs.c.concurrency_key, func.count())
             .where(
-                jobs.c.concurrency_key.in_(keys),
                 jobs.c.state == RUNNING,
                 jobs.c.lease_until >= now,
+                jobs.c.task.in_(tasks),
+                jobs.c.concurrency_key.is_not(None),
             )
-            .group_by(jobs.c.concurrency_key)
+            .group_by(jobs.c.task, jobs.c.concurrency_key)
         )
-        counts: dict[str, int] = {}
-        for row in connection.execute(query):
-            counts[row[0]] = int(row[1])
+        counts: dict[str, tuple[str, int]] = {}
+        for task, key, n in connection.execute(query):
+            previous = counts.get(key, (task, 0))[1]
+            counts[key] = (task, previous + int(n))
         return counts
 
     def _take_tokens(self, connection: Connection, held: _Held, now: datetime) -> None:
@@ -249,6 +256,15 @@ class FlowClaims:
                 .values(tokens=bindparam("b_tokens"), updated_at=bindparam("b_window"))
             )
             connection.execute(statement, updates)
+
+
+def _saturated(running: Mapping[str, tuple[str, int]], flows: Mapping[str, FlowLimits]) -> set[str]:
+    full: set[str] = set()
+    for key, (task, n) in running.items():
+        flow = flows.get(task)
+        if flow is not None and flow.concurrency is not None and n >= flow.concurrency:
+            full.add(key)
+    return full
 
 
 def _outside(column: Any, keys: set[str]) -> ColumnElement[bool]:
