@@ -178,9 +178,10 @@ class Rota:
         """Persist one job of ``task`` (a registered handler or a task name); return its id.
 
         ``options`` are ``Enqueue``'s (``delay``, ``run_at``, ``priority``, ``queue``,
-        ``unique_key``, ``args``, ``kwargs``) and the task's keyword arguments; everything is
-        checked here, never later.  With ``connection`` the job is written in that caller's
-        transaction and exists only if it commits.
+        ``unique_key``, ``depends_on``, ``args``, ``kwargs``) and the task's keyword arguments;
+        everything is checked here, never later (ids in ``depends_on`` must exist).  With
+        ``connection`` the job is written in that caller's transaction and exists only if it
+        commits.
         """
         request = Enqueue(task, *positional, **options)
         return self.queue_many([request], connection=connection)[0]

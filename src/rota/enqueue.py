@@ -16,12 +16,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core import payload, values
-from rota.core.model import DEFAULT_QUEUE, NewJob, WorkerInfo
+from rota.core.model import DEFAULT_QUEUE, MAX_JOB_ID, NewJob, WorkerInfo
 from rota.core.names import check_name
 from rota.errors import InvalidArguments, StoreError
 from rota.tasks import Handler, TaskDefinition, TaskRegistry
 
 logger = logging.getLogger("rota")
+MAX_DEPENDENCIES = 1000
+"""Dependencies one job may have: each is a row written and locked at enqueue."""
 
 
 class Enqueue:
@@ -31,7 +33,10 @@ class Enqueue:
     [101, 102]
     """
 
-    __slots__ = ("args", "delay", "kwargs", "priority", "queue", "run_at", "task", "unique_key")
+    __slots__ = (
+        *("args", "delay", "depends_on", "kwargs", "priority", "queue", "run_at", "task"),
+        "unique_key",
+    )
 
     def __init__(
         self,
@@ -43,6 +48,7 @@ class Enqueue:
         priority: int | None = None,
         queue: str | None = None,
         unique_key: str | None = None,
+        depends_on: Sequence[int] | None = None,
         args: Sequence[Any] | None = None,
         kwargs: Mapping[str, Any] | None = None,
         **keyword: Any,
@@ -57,6 +63,7 @@ class Enqueue:
         self.priority = priority
         self.queue = queue
         self.unique_key = unique_key
+        self.depends_on = depends_on
 
     def __repr__(self) -> str:
         return f"Enqueue({self.task!r}, args={self.args!r}, kwargs={self.kwargs!r})"
@@ -136,9 +143,27 @@ def _job(
         priority=request.priority if request.priority is not None else _priority(definition),
         max_attempts=definition.policy.max_attempts if definition else None,
         unique_key=unique_key,
+        depends_on=dependencies(request.depends_on),
         concurrency_key=concurrency_key,
         rate_key=rate_key,
     )
+
+
+def dependencies(given: object) -> tuple[int, ...]:
+    """``depends_on`` as stored: job ids in the order given, each once (whether they exist is
+    the store's to check, in the transaction that writes the job)."""
+    if given is None:
+        return ()
+    if not isinstance(given, (list, tuple)):
+        raise InvalidArguments(f"depends_on is a list of job ids, got {type(given).__name__}")
+    for item in given:
+        if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_JOB_ID:
+            shown = repr(item) if isinstance(item, int) else type(item).__name__
+            raise InvalidArguments(f"depends_on holds job ids (positive ints), got {shown}")
+    ids = tuple(dict.fromkeys(given))
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidArguments(f"a job depends on at most {MAX_DEPENDENCIES} jobs, not {len(ids)}")
+    return ids
 
 
 def _priority(definition: TaskDefinition | None) -> int:

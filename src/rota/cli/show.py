@@ -30,6 +30,7 @@ from rota.core.escaping import visible, visible_json
 from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
 from rota.display import NONE, local, progress, took, when
 from rota.errors import RotaError
+from rota.store.base import DEPENDENTS_LISTED
 
 NEXT_RUNS = 3
 MAX_LIMIT = 1_000_000
@@ -108,8 +109,9 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     """Show one job in full: arguments, timings, schedule, every attempt's error."""
     with connected(url, table_prefix) as rota:
         found = rota.job(job_id)
+        needed_by = rota.store.dependents(job_id)
     if as_json:
-        emit_json(job_dict(found, full=True))
+        emit_json({**job_dict(found, full=True), "needed_by": needed_by})
         return
     facts = [
         ("id", str(found.id)),
@@ -133,6 +135,11 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("unique key", found.unique_key))
     if found.lease_owner is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
+    if found.depends_on:
+        facts.append(("depends on", " ".join(map(str, found.depends_on))))
+    if needed_by:
+        more = " ..." if len(needed_by) == DEPENDENTS_LISTED else ""
+        facts.append(("needed by", " ".join(map(str, needed_by)) + more))
     render(pairs(facts))
     click.echo("")
     click.echo("arguments")
@@ -249,6 +256,7 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
             payload_error=job.payload_error,
             errors=[error.to_json() for error in job.errors],
             unique_key=job.unique_key,
+            depends_on=list(job.depends_on),
             cancel_requested=job.cancel_requested,
             lease_owner=job.lease_owner,
             lease_until=job.lease_until,

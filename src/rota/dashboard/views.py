@@ -31,7 +31,7 @@ from rota.core.model import (
     claimable,
 )
 from rota.errors import RotaError
-from rota.store.base import JobSummary
+from rota.store.base import DEPENDENTS_LISTED, JobSummary
 
 PER_PAGE = 50
 MAX_PAGE = 200
@@ -261,6 +261,7 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
     waiting = None
     if job.state is JobState.PENDING:
         waiting = waiting_reason(job, rota.store.workers(now))
+    needed_by = rota.store.dependents(job.id)
     return {
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
@@ -274,6 +275,8 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "queue_paused": job.queue in rota.store.paused_queues(),
         "now": now,
         "waiting": waiting,
+        "needed_by": needed_by,
+        "more_needed_by": len(needed_by) == DEPENDENTS_LISTED,
     }
 
 

@@ -38,6 +38,9 @@ from rota.core.transitions import Transition
 MIGRATION_LOCK_TIMEOUT = 120.0
 """Seconds ``migrate`` waits for another process's migration of the same tables."""
 
+DEPENDENTS_LISTED = 100
+"""Dependents a job's page lists (``rota job``, the dashboard); a fan-out may be far larger."""
+
 CallerConnection: TypeAlias = Connection
 """A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
@@ -206,7 +209,13 @@ class Store(Protocol):
         """Exact job counts by state, by queue and by task."""
         ...
 
-    def job(self, job_id: int) -> Job | None: ...
+    def job(self, job_id: int) -> Job | None:
+        """The job with its ``depends_on``; ``None`` when there is no such job."""
+        ...
+
+    def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
+        """Ids of the jobs that depend on ``job_id`` (at most ``limit``, lowest first)."""
+        ...
 
     def jobs(
         self,

@@ -20,6 +20,7 @@ from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.cluster import read_paused
 from rota.store.database import Database
+from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
 from rota.store.rows import RUNNING, WAITING, errors_json, job_values, to_job
 
@@ -29,18 +30,29 @@ class SqlJobs:
         self.database = database
         self.table = database.schema.jobs
         self.flow = FlowClaims(database)
+        self.dependencies = SqlDependencies(database)
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
     ) -> list[int]:
-        rows = [job_values(job, now) for job in jobs]
         if connection is not None:
             with self.database.translate_errors():
-                return self._insert_all(connection, rows)
+                return self._write(connection, jobs, now)
         # Repeating an insert whose commit may have landed would queue the jobs twice.
         return self.database.transaction(
-            lambda conn: self._insert_all(conn, rows), idempotent=False
+            lambda conn: self._write(conn, jobs, now), idempotent=False
         )
+
+    def _write(self, connection: Connection, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """The rows, their dependencies checked first and linked after (see ``dependencies``)."""
+        rows = [job_values(job, now) for job in jobs]
+        waits = [job.depends_on for job in jobs]
+        if not any(waits):
+            return self._insert_all(connection, rows)
+        waits = self.dependencies.prepare(connection, rows, waits, now)
+        ids = self._insert_all(connection, rows)
+        self.dependencies.link(connection, ids, waits)
+        return ids
 
     def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
         """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
@@ -78,6 +90,7 @@ class SqlJobs:
                 queue_match,
                 jobs.c.run_at <= now,
                 jobs.c.task.in_(tasks),
+                self.dependencies.satisfied(),
             )
             .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
             .limit(limit)
@@ -176,6 +189,8 @@ class SqlJobs:
             applied += connection.execute(
                 update(jobs).where(jobs.c.id == t.job_id, guard).values(values)
             ).rowcount
+        ended = [t.job_id for t in transitions if t.target in ENDED_BADLY]
+        self.dependencies.cascade(connection, ended, now)
         return applied
 
     def heartbeat(
@@ -264,6 +279,7 @@ class SqlJobs:
                 .where(pending)
                 .values(state=JobState.CANCELLED.value, finished_at=now, unique_key=None)
             ).rowcount:
+                self.dependencies.cascade(connection, [job_id], now)
                 return True
             running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
             if connection.execute(
@@ -327,6 +343,7 @@ class SqlJobs:
             ids = list(connection.execute(oldest).scalars())
             if ids:
                 connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+                self.dependencies.forget(connection, ids)
             return len(ids)
 
         return self.database.transaction(work)

@@ -8,15 +8,18 @@ memory must not depend on how large the jobs' arguments are.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
 from sqlalchemy import Select, and_, case, func, select
+from sqlalchemy.engine import Connection
 
 from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
-from rota.store.base import JobSummary
+from rota.store.base import DEPENDENTS_LISTED, JobSummary
 from rota.store.database import Database
+from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
 
 FINISHED = [state for state in JobState if state.is_final]
@@ -31,12 +34,30 @@ class SqlReads:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.jobs
+        self.dependencies = SqlDependencies(database)
 
     def job(self, job_id: int) -> Job | None:
+        """The row, and its dependencies (in the same transaction) if it has any."""
         if not 0 < job_id <= MAX_JOB_ID:
             return None
-        rows = self.database.fetch(select(self.table).where(self.table.c.id == job_id))
-        return to_job(rows[0]._mapping) if rows else None
+
+        def work(connection: Connection) -> Job | None:
+            row = connection.execute(select(self.table).where(self.table.c.id == job_id)).first()
+            if row is None:
+                return None
+            job = to_job(row._mapping)
+            if not row.has_dependencies:
+                return job
+            return replace(job, depends_on=self.dependencies.depends_on(connection, job_id))
+
+        return self.database.transaction(work)
+
+    def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
+        if not 0 < job_id <= MAX_JOB_ID:
+            return []
+        return self.database.transaction(
+            lambda connection: self.dependencies.dependents(connection, job_id, limit)
+        )
 
     def jobs(
         self,

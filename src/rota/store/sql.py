@@ -28,6 +28,7 @@ from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
 from rota.store.base import (
+    DEPENDENTS_LISTED,
     MIGRATION_LOCK_TIMEOUT,
     CallerConnection,
     JobSummary,
@@ -163,6 +164,9 @@ class SqlStore:
 
     def job(self, job_id: int) -> Job | None:
         return self._reads.job(job_id)
+
+    def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
+        return self._reads.dependents(job_id, limit)
 
     def jobs(
         self,
