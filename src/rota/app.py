@@ -11,6 +11,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -24,6 +25,7 @@ from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
+from rota.runtime import results
 from rota.runtime.control import Control
 from rota.runtime.lifecycle import Lifecycle, Served
 from rota.runtime.maintenance import prune_finished
@@ -217,6 +219,20 @@ class Rota:
         if found is None:
             raise JobNotFound(f"job {job_id} does not exist")
         return found
+
+    def result(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
+        """The job's return value once it succeeded, waiting for it to end (``runtime.results``);
+        ``JobFailed`` (its last error as ``.error``), ``JobCancelled``, ``ResultTimeout`` after
+        ``timeout`` seconds, ``JobNotFound``."""
+        results.outside_event_loop("rota.result()", "await rota.aresult()")
+        return asyncio.run(self.aresult(job_id, timeout))
+
+    async def aresult(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
+        """``result`` for async code."""
+        job_id = _job_id(job_id)
+        await asyncio.to_thread(self._life.ensure_ready)
+        completions, poll = self._life.completions, self.config.poll_interval
+        return await results.wait(self.store.job, self.clock, completions, poll, job_id, timeout)
 
     def cancel(self, id: int | str) -> bool:
         """Cancel a job (int id) or a schedule (its name); ``False`` if there is none or it had

@@ -16,6 +16,8 @@ from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+DEFAULT_MAX_SNOOZES = 100
 
 
 class Settings(TypedDict, total=False):
@@ -34,6 +36,8 @@ class Settings(TypedDict, total=False):
     write_timeout: float
     keepalive: float
     max_payload_bytes: int
+    max_result_bytes: int
+    max_snoozes: int
     queues: Mapping[str, int] | None
     succeeded_retention: timedelta | float
     failed_retention: timedelta | float
@@ -62,6 +66,10 @@ class RotaConfig:
     """Seconds within which a connection whose peer went silent (a dropped link, a dead NAT
     entry, a firewall DROP) is found dead by TCP keepalive and ``TCP_USER_TIMEOUT``; at least 4."""
     max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    """The largest handler result kept, as JSON; a larger one fails its attempt."""
+    max_snoozes: int = DEFAULT_MAX_SNOOZES
+    """How many times a job may ``Snooze`` (a task's ``max_snoozes`` overrides it)."""
     queues: Mapping[str, int] | None = None
     """Queues with a concurrency of their own; a worker then serves exactly these."""
     succeeded_retention: timedelta = timedelta(days=7)
@@ -73,6 +81,8 @@ class RotaConfig:
         values.check_int(self.concurrency, ConfigError, "concurrency", 1)
         values.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
         values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
+        values.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
+        values.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
             values.seconds(getattr(self, name), ConfigError, name, positive=True)
         for name in ("read_timeout", "write_timeout", "keepalive"):

@@ -1,12 +1,17 @@
 """What a handler raises to decide its attempt's outcome itself, instead of the retry policy.
 
 They are exceptions so that they work from any depth of the handler's own calls; they are not
-``RotaError``s, because they report no error of rota's.
+``RotaError``s, because they report no error of rota's.  A delay is checked when the signal is
+made (a finite number of seconds, at least 0, or a ``timedelta``; ``InvalidArguments``
+otherwise), so a mistaken one fails in the handler's own line, and is kept as seconds.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+
+from rota.core import values
+from rota.errors import InvalidArguments
 
 
 class Outcome(Exception):
@@ -18,8 +23,10 @@ class Retry(Outcome):
     task's ``retries``."""
 
     def __init__(self, delay: float | timedelta | None = None) -> None:
-        super().__init__(f"retry requested (delay {delay})")
-        self.delay = delay
+        self.delay = None if delay is None else _delay(delay, "Retry")
+        super().__init__(
+            "retry requested" + ("" if self.delay is None else f" in {self.delay:g} s")
+        )
 
 
 class Snooze(Outcome):
@@ -27,8 +34,8 @@ class Snooze(Outcome):
     ``max_snoozes`` times per job)."""
 
     def __init__(self, delay: float | timedelta) -> None:
-        super().__init__(f"snoozed for {delay}")
-        self.delay = delay
+        self.delay = _delay(delay, "Snooze")
+        super().__init__(f"snoozed for {self.delay:g} s")
 
 
 class Fail(Outcome):
@@ -37,3 +44,7 @@ class Fail(Outcome):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def _delay(delay: object, signal: str) -> float:
+    return values.duration(delay, InvalidArguments, f"{signal} delay").total_seconds()

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from rota.core import limits as limits_
 from rota.core import values
-from rota.core.backoff import RetryPolicy
+from rota.core.backoff import ExceptionTypes, RetryPolicy, exception_types
 from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
@@ -54,6 +54,14 @@ class TaskDefinition:
     """``"<count>/<s|m|h>"``: at most that many starts per period per ``rate_key``."""
     rate_key: limits_.KeySource | None = None
     limits: limits_.FlowLimits | None = field(init=False, repr=False, compare=False)
+    retry_on: ExceptionTypes | None = None
+    """Retry only exceptions of these types; others fail the job at once (``None``: all)."""
+    no_retry_on: ExceptionTypes = ()
+    """Fail the job at once on exceptions of these types, even ones ``retry_on`` names.  Both
+    filter what the handler raises; a timeout or a lost worker is retried within ``retries``
+    whatever they say."""
+    max_snoozes: int | None = None
+    """How many times a job may ``Snooze``; ``None``: the ``Rota``'s ``max_snoozes``."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -70,6 +78,12 @@ class TaskDefinition:
         values.seconds(self.retry_delay, ConfigError, f"{label} retry_delay")
         values.seconds(self.retry_cap, ConfigError, f"{label} retry_cap")
         values.check_priority(self.priority, ConfigError, f"{label} priority")
+        if self.max_snoozes is not None:
+            values.check_int(self.max_snoozes, ConfigError, f"{label} max_snoozes", 0)
+        for option in ("retry_on", "no_retry_on"):
+            if getattr(self, option) is not None:
+                kinds = exception_types(getattr(self, option), ConfigError, f"{label} {option}")
+                object.__setattr__(self, option, kinds)
         try:
             signature = inspect.signature(self.handler)
         except (TypeError, ValueError) as exc:
@@ -97,7 +111,14 @@ class TaskDefinition:
 
     @property
     def policy(self) -> RetryPolicy:
-        return RetryPolicy(retries=self.retries, delay=self.retry_delay, cap=self.retry_cap)
+        return RetryPolicy(
+            retries=self.retries,
+            delay=self.retry_delay,
+            cap=self.retry_cap,
+            retry_on=self.retry_on,
+            no_retry_on=self.no_retry_on,
+            max_snoozes=self.max_snoozes,
+        )
 
     def __repr__(self) -> str:
         return f"TaskDefinition(name={self.name!r}, ...)"
@@ -144,6 +165,9 @@ class TaskOptions(TypedDict, total=False):
     concurrency_key: limits_.KeySource | None
     rate_limit: str | None
     rate_key: limits_.KeySource | None
+    retry_on: ExceptionTypes | type[BaseException] | None
+    no_retry_on: ExceptionTypes | type[BaseException]
+    max_snoozes: int | None
 
 
 class TaskRegistry:

@@ -165,7 +165,7 @@ def expected(kind: OutcomeKind, attempt: int, max_attempts: int | None) -> tuple
         return (JobState.SUCCEEDED, attempt, None)
     if kind is OutcomeKind.CANCELLED:
         return (JobState.CANCELLED, attempt, None)
-    if kind is OutcomeKind.RELEASED:
+    if kind in (OutcomeKind.RELEASED, OutcomeKind.SNOOZED):
         return (JobState.PENDING, attempt - 1, NOW)
     budget = max_attempts if max_attempts is not None else POLICY.retries + 1
     if attempt < budget:

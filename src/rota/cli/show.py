@@ -135,6 +135,8 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("unique key", found.unique_key))
     if found.lease_owner is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
+    if found.snoozes:
+        facts.append(("snoozes", str(found.snoozes)))
     if found.depends_on:
         facts.append(("depends on", " ".join(map(str, found.depends_on))))
     if needed_by:
@@ -147,6 +149,10 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         click.echo(f"  unreadable: {visible(found.payload_error)}")
     click.echo(f"  args:   {as_json_text(list(found.args))}")
     click.echo(f"  kwargs: {as_json_text(found.kwargs)}")
+    if found.state is JobState.SUCCEEDED:
+        click.echo("")
+        click.echo("result")
+        click.echo(f"  {as_json_text(found.result)}")
     if not found.errors:
         return
     click.echo("")
@@ -255,6 +261,8 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
             kwargs=job.kwargs,
             payload_error=job.payload_error,
             errors=[error.to_json() for error in job.errors],
+            result=job.result,
+            snoozes=job.snoozes,
             unique_key=job.unique_key,
             depends_on=list(job.depends_on),
             cancel_requested=job.cancel_requested,

@@ -118,17 +118,25 @@ def _check_text(text: str, where: str) -> None:
 
 
 def _check_nesting(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    """Walk the arguments without recursion; only reached when the JSON has many brackets."""
+    """Only reached when the JSON has many brackets."""
     for where, value in _arguments(args, kwargs):
-        stack = [(value, 1)]
-        while stack:
-            item, depth = stack.pop()
-            if isinstance(item, Mapping):
-                children: Any = item.values()
-            elif isinstance(item, (list, tuple)):
-                children = item
-            else:
-                continue
-            if depth > MAX_NESTING:
-                raise InvalidArguments(f"{where} is nested more than {MAX_NESTING} levels deep")
-            stack.extend((child, depth + 1) for child in children)
+        if nested_deeper(value, MAX_NESTING):
+            raise InvalidArguments(f"{where} is nested more than {MAX_NESTING} levels deep")
+
+
+def nested_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep; walked
+    without recursion (arguments, and handlers' results, are checked with it)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

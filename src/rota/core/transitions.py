@@ -6,7 +6,7 @@
         pending ───────────────▶ running ──── succeed ────▶ succeeded
          │  ▲                     │  │ │
          │  └── retry / release ──┘  │ └───── fail ───────▶ failed
-         │      / rescue             │
+         │      / snooze / rescue    │
          │                           └─────── cancel ─────▶ cancelled
          ├──────────────── cancel ────────────────────────▶ cancelled
          │  ▲
@@ -16,10 +16,12 @@
 
         failed, cancelled ── manual retry ──▶ pending    (API, CLI or dashboard)
 
-``retry`` spends an attempt and waits for the back-off; ``release`` (graceful shutdown) gives
-the attempt back; ``rescue`` is a retry decided for a job whose lease expired.  The store writes
-a transition as a compare-and-set on ``state = 'running'`` and the lease owner, so a worker that
-finishes after its job was rescued changes nothing.
+``retry`` spends an attempt and waits for the back-off (or the delay of a handler's
+``Retry``); ``release`` (graceful shutdown) gives the attempt back; ``snooze`` (a handler's
+``Snooze``) gives it back too and counts one more of the job's ``max_snoozes``; ``rescue`` is a
+retry decided for a job whose lease expired.  ``succeed`` carries the handler's result as JSON.
+The store writes a transition as a compare-and-set on ``state = 'running'`` and the lease
+owner, so a worker that finishes after its job was rescued changes nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from enum import Enum
 
 from rota.core.backoff import RetryPolicy, retry_delay
 from rota.core.model import AttemptError, Job, JobState
+from rota.core.values import LATEST
 
 EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
     {
@@ -49,6 +52,8 @@ EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
 )
 
 LEASE_EXPIRED = "LEASE_EXPIRED"
+SNOOZE_LIMIT = "SNOOZE_LIMIT"
+"""The code of the error that fails a job snoozing once more than its ``max_snoozes``."""
 
 
 class OutcomeKind(str, Enum):
@@ -59,6 +64,7 @@ class OutcomeKind(str, Enum):
     TIMED_OUT = "timed_out"
     CANCELLED = "cancelled"
     RELEASED = "released"
+    SNOOZED = "snoozed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,11 @@ class Outcome:
     kind: OutcomeKind
     error: AttemptError | None = None
     retryable: bool = True
+    delay: float | None = None
+    """Seconds until the next attempt that the handler chose (``Retry``, ``Snooze``); ``None``:
+    the back-off decides."""
+    result: str | None = None
+    """The handler's return value as JSON (``None`` when it returned ``None``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +91,9 @@ class Transition:
     run_at: datetime | None = None
     errors: tuple[AttemptError, ...] | None = None
     retry_in: float | None = None
+    result: str | None = None
+    snoozes: int | None = None
+    """The job's new snooze count, when the transition changes it."""
 
     def __post_init__(self) -> None:
         if (self.source, self.target) not in EDGES:
@@ -103,15 +117,19 @@ def after_attempt(
 ) -> Transition:
     """Decide where a running job goes once its attempt has ended."""
     if outcome.kind is OutcomeKind.SUCCEEDED:
-        return Transition(job.id, JobState.RUNNING, JobState.SUCCEEDED, job.attempt, now)
+        return Transition(
+            job.id, JobState.RUNNING, JobState.SUCCEEDED, job.attempt, now, result=outcome.result
+        )
     if outcome.kind is OutcomeKind.CANCELLED:
         return Transition(job.id, JobState.RUNNING, JobState.CANCELLED, job.attempt, now)
     if outcome.kind is OutcomeKind.RELEASED:
         return Transition(
             job.id, JobState.RUNNING, JobState.PENDING, job.attempt - 1, now, run_at=now
         )
+    if outcome.kind is OutcomeKind.SNOOZED:
+        return _snooze(job, outcome.delay or 0.0, now, policy)
     errors = job.errors + ((outcome.error,) if outcome.error else ())
-    return _retry_or_fail(job, errors, outcome.retryable, now, policy, rng)
+    return _retry_or_fail(job, errors, outcome.retryable, now, policy, rng, outcome.delay)
 
 
 def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> Transition:
@@ -125,12 +143,15 @@ def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> 
         type="LeaseExpired",
         message=f"worker {job.lease_owner} stopped renewing its lease",
     )
-    return _retry_or_fail(job, (*job.errors, lost), True, now, policy, rng, immediate=True)
+    return _retry_or_fail(job, (*job.errors, lost), True, now, policy, rng, 0.0)
 
 
 def manual_retry(job: Job, now: datetime) -> Transition:
-    """A failed or cancelled job back to pending with a fresh attempt budget, history kept."""
-    return Transition(job.id, job.state, JobState.PENDING, 0, now, run_at=now, errors=job.errors)
+    """A failed or cancelled job back to pending with a fresh budget of attempts and snoozes,
+    history kept."""
+    return Transition(
+        job.id, job.state, JobState.PENDING, 0, now, run_at=now, errors=job.errors, snoozes=0
+    )
 
 
 def lease_until(now: datetime, lease_seconds: float) -> datetime:
@@ -144,20 +165,55 @@ def _retry_or_fail(
     now: datetime,
     policy: RetryPolicy,
     rng: random.Random,
-    *,
-    immediate: bool = False,
+    delay: float | None = None,
 ) -> Transition:
+    """Another attempt after ``delay`` (``None``: the back-off) while attempts are left."""
     max_attempts = job.max_attempts if job.max_attempts is not None else policy.max_attempts
     if retryable and job.attempt < max_attempts:
-        delay = 0.0 if immediate else retry_delay(policy, job.attempt, rng)
+        wait = retry_delay(policy, job.attempt, rng) if delay is None else delay
         return Transition(
             job.id,
             JobState.RUNNING,
             JobState.PENDING,
             job.attempt,
             now,
-            run_at=now + timedelta(seconds=delay),
+            run_at=_later(now, wait),
             errors=errors,
-            retry_in=delay,
+            retry_in=wait,
         )
     return Transition(job.id, JobState.RUNNING, JobState.FAILED, job.attempt, now, errors=errors)
+
+
+def _snooze(job: Job, delay: float, now: datetime, policy: RetryPolicy) -> Transition:
+    """Pending again after ``delay`` with the attempt given back, unless the job has snoozed
+    ``max_snoozes`` times already: it then fails (``SNOOZE_LIMIT``), as retrying would only
+    snooze again."""
+    if policy.max_snoozes is not None and job.snoozes >= policy.max_snoozes:
+        limit = AttemptError(
+            attempt=job.attempt,
+            at=now,
+            code=SNOOZE_LIMIT,
+            type="SnoozeLimit",
+            message=f"the job snoozed {job.snoozes} times, the most its max_snoozes allows",
+        )
+        errors = (*job.errors, limit)
+        return Transition(
+            job.id, JobState.RUNNING, JobState.FAILED, job.attempt, now, errors=errors
+        )
+    return Transition(
+        job.id,
+        JobState.RUNNING,
+        JobState.PENDING,
+        job.attempt - 1,
+        now,
+        run_at=_later(now, delay),
+        snoozes=job.snoozes + 1,
+    )
+
+
+def _later(now: datetime, seconds: float) -> datetime:
+    """``now`` plus ``seconds``, at most the latest moment every backend stores."""
+    try:
+        return min(now + timedelta(seconds=seconds), LATEST)
+    except OverflowError:
+        return LATEST

@@ -266,6 +266,9 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
         "kwargs": json.dumps(job.kwargs, indent=2, ensure_ascii=False),
+        "result": json.dumps(job.result, indent=2, ensure_ascii=False)
+        if job.state is JobState.SUCCEEDED
+        else None,
         "took": took,
         "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
         "can_cancel": job.state in (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)

@@ -37,6 +37,7 @@ EVENTS = frozenset(
         "job.succeeded",
         "job.failed",
         "job.retrying",
+        "job.snoozed",
         "job.timed_out",
         "job.cancelled",
         "job.cancel_requested",

@@ -1,4 +1,14 @@
-"""Run one claimed job: call its handler with a timeout and interruption, decide its transition."""
+"""Run one claimed job: call its handler with a timeout and interruption, decide its transition.
+
+How an attempt ends decides the outcome: a return value is the result (as JSON, checked in
+the handler's own thread, task or child; ``INVALID_RESULT`` and no retry when it cannot be
+kept); ``Snooze`` puts the job off without spending the attempt; ``Retry`` fails the attempt
+and retries within ``retries`` whatever ``retry_on`` says, after its own delay if it gives one;
+``Fail`` fails the job at once (``FAILED_BY_HANDLER``); any other exception is retried as the
+task's ``retry_on`` / ``no_retry_on`` allow.  A timeout, like a lost lease or an isolated child
+that died without an outcome, is rota's finding, not an exception of the handler's: it is
+retried within ``retries`` whatever the filters say.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +18,28 @@ import random
 import time
 import traceback
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
 from rota.context import JobContext
-from rota.core.backoff import RetryPolicy
+from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
-from rota.errors import ExecutionFailed, InvalidArguments, JobTimeout, RotaError, TaskNotRegistered
+from rota.errors import (
+    ExecutionFailed,
+    FailedByHandler,
+    InvalidArguments,
+    InvalidResult,
+    JobTimeout,
+    RotaError,
+    TaskNotRegistered,
+)
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
-from rota.runtime import isolation
+from rota.outcomes import Fail, Retry, Snooze
+from rota.runtime import isolation, results
 from rota.runtime.progress import ProgressBoard
 from rota.runtime.threads import Threads
 from rota.runtime.timer import Timer
@@ -57,6 +77,8 @@ class Executor:
         threads: Threads,
         rng: random.Random | None = None,
         telemetry: Telemetry | None = None,
+        max_snoozes: int = DEFAULT_MAX_SNOOZES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.timer = Timer(clock)
         self.telemetry = telemetry
@@ -65,12 +87,18 @@ class Executor:
         self.events = events
         self.threads = threads
         self.rng = rng or random.Random()
+        self.max_snoozes = max_snoozes
+        self.max_result_bytes = max_result_bytes
         self.progress = ProgressBoard()
         """Handlers' latest ``ctx.progress``, which the worker's heartbeat writes."""
 
     def policy(self, task: str) -> RetryPolicy:
+        """The task's policy; the ``Rota``'s ``max_snoozes`` where the task sets none."""
         definition = self.registry.find(task)
-        return definition.policy if definition else RetryPolicy()
+        policy = definition.policy if definition else RetryPolicy()
+        if policy.max_snoozes is None:
+            policy = replace(policy, max_snoozes=self.max_snoozes)
+        return policy
 
     async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
         """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
@@ -123,29 +151,43 @@ class Executor:
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
     ) -> tuple[asyncio.Future[Any], Future[Any] | None]:
+        limit = self.max_result_bytes
         if definition.is_async:
-            return asyncio.ensure_future(_guarded_async(definition, ctx, job)), None
+            return asyncio.ensure_future(_guarded_async(definition, ctx, job, limit)), None
         if definition.isolation == "process":
             # A task that stops its child process when cancelled, done once the child exited:
             # ``_cancel`` then needs nothing more than for an async handler.
-            return asyncio.ensure_future(isolation.run(definition, ctx, job)), None
-        thread = self.threads.submit(_guarded_sync, definition, ctx, job)
+            return asyncio.ensure_future(isolation.run(definition, ctx, job, limit)), None
+        thread = self.threads.submit(_guarded_sync, definition, ctx, job, limit)
         return asyncio.wrap_future(thread), thread
 
     def _result(
         self, job: Job, runner: asyncio.Future[Any]
     ) -> tuple[Outcome, BaseException | None]:
         if runner.cancelled():
-            error = asyncio.CancelledError("the handler cancelled itself")
-            return Outcome(OutcomeKind.FAILED, self._error(job, error)), error
+            cancelled = asyncio.CancelledError("the handler cancelled itself")
+            return Outcome(OutcomeKind.FAILED, self._error(job, cancelled)), cancelled
         exc = runner.exception()
         if exc is None:
-            return Outcome(OutcomeKind.SUCCEEDED), None
-        return Outcome(OutcomeKind.FAILED, self._error(job, exc)), exc
+            return Outcome(OutcomeKind.SUCCEEDED, result=runner.result()), None
+        if isinstance(exc, Snooze):
+            return Outcome(OutcomeKind.SNOOZED, delay=exc.delay), None
+        error = self._error(job, exc)
+        if isinstance(exc, Retry):
+            return Outcome(OutcomeKind.FAILED, error, delay=exc.delay), exc
+        if isinstance(exc, (Fail, InvalidResult)):
+            return Outcome(OutcomeKind.FAILED, error, retryable=False), exc
+        if isinstance(exc, ExecutionFailed):  # an isolated child died without an outcome
+            return Outcome(OutcomeKind.FAILED, error), exc
+        retryable = self.policy(job.task).retries_error(lineage(_shown(exc)))
+        return Outcome(OutcomeKind.FAILED, error, retryable=retryable), exc
 
     def _error(self, job: Job, exc: BaseException) -> AttemptError:
-        shown = exc.__cause__ if isinstance(exc, HandlerExit) and exc.__cause__ else exc
-        code = shown.code if isinstance(shown, RotaError) else ExecutionFailed.code
+        shown = _shown(exc)
+        if isinstance(shown, RotaError):
+            code = shown.code
+        else:
+            code = FailedByHandler.code if isinstance(shown, Fail) else ExecutionFailed.code
         formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
         return AttemptError(
             attempt=job.attempt,
@@ -171,7 +213,7 @@ class Executor:
         return transition
 
     def _log(self, job: Job, outcome: Outcome, transition: Transition, duration_ms: float) -> None:
-        error = outcome.error
+        error = outcome.error or transition.new_error
         details: dict[str, Any] = {"duration_ms": duration_ms}
         if error is not None:
             details.update(error_code=error.code, error_type=error.type, error=error.message)
@@ -181,6 +223,9 @@ class Executor:
             self.events.job("job.cancelled", job, **details)
         elif outcome.kind is OutcomeKind.RELEASED:
             self.events.job("job.released", job, **details)
+        elif outcome.kind is OutcomeKind.SNOOZED and transition.target is JobState.PENDING:
+            delay = round(outcome.delay or 0.0, 3)
+            self.events.job("job.snoozed", job, delay=delay, snoozes=transition.snoozes, **details)
         else:
             if outcome.kind is OutcomeKind.TIMED_OUT:
                 self.events.job("job.timed_out", job, logging.WARNING, **details)
@@ -235,14 +280,25 @@ class _Carried:
         raise _exit(exc) from exc
 
 
-async def _guarded_async(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
+async def _guarded_async(
+    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int
+) -> str | None:
     with _Carried():
-        return await definition.call(ctx, job.args, job.kwargs)
+        value = await definition.call(ctx, job.args, job.kwargs)
+    return results.encode(value, max_result_bytes)
 
 
-def _guarded_sync(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
+def _guarded_sync(
+    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int
+) -> str | None:
     with _Carried():
-        return definition.call(ctx, job.args, job.kwargs)
+        value = definition.call(ctx, job.args, job.kwargs)
+    return results.encode(value, max_result_bytes)
+
+
+def _shown(exc: BaseException) -> BaseException:
+    """What the handler raised: the original of a ``HandlerExit``."""
+    return exc.__cause__ if isinstance(exc, HandlerExit) and exc.__cause__ else exc
 
 
 def _exit(exc: BaseException) -> HandlerExit:

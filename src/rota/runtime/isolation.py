@@ -10,8 +10,11 @@ What crosses to the child, and back:
 * the handler, **by reference** (its module and qualified name, as pickle does): the child
   imports the module and looks the name up, so closures, lambdas and functions defined inside
   other functions cannot be isolated (``ConfigError`` when the task is defined);
-* the arguments, as the JSON the job stores, and the return value, as JSON (one that is not
-  JSON is dropped with a warning: rota keeps no results);
+* the arguments, as the JSON the job stores, and the return value, as the JSON the job will
+  store (checked in the child: one that is not JSON, or over ``max_result_bytes``, fails the
+  attempt with ``INVALID_RESULT``);
+* the outcome signals ``Retry``, ``Snooze`` and ``Fail``, raised again in the worker with their
+  delay or message, so they decide the attempt as in a thread;
 * a ``JobContext`` with the same ``job_id``, ``task``, ``queue``, ``attempt`` and
   ``scheduled_at``, and a logger of the same name; its ``progress`` values cross back over a
   pipe of their own as they are reported (``rota.runtime.progress``).
@@ -23,7 +26,8 @@ child, e.g. when the handler's module is imported, to see ``ctx.logger`` records
 ``ctx.cancelled`` and raises ``Terminated`` (a ``BaseException``) in the handler so that its
 ``finally`` blocks run.  A child that has not exited ``KILL_AFTER`` seconds later is SIGKILLed.
 An exception the handler raises becomes the attempt's error (its type, message and traceback
-text); an exit without a result becomes ``EXECUTION_FAILED`` naming the exit code or signal.
+text, and the names of its classes, which ``retry_on`` / ``no_retry_on`` match); an exit
+without a result becomes ``EXECUTION_FAILED`` naming the exit code or signal.
 
 Children are started with multiprocessing's ``spawn`` method (a fresh interpreter: never a fork
 of the worker's threads), so the handler's module is imported once per attempt, and so is the
@@ -50,7 +54,10 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Literal
 
 from rota.context import JobContext
-from rota.errors import ConfigError, ExecutionFailed, RotaError
+from rota.core.backoff import lineage
+from rota.errors import ConfigError, ExecutionFailed, InvalidResult, RotaError
+from rota.outcomes import Fail, Retry, Snooze
+from rota.runtime import results
 from rota.runtime.progress import ProgressRelay, child_reporter
 
 if TYPE_CHECKING:
@@ -66,6 +73,13 @@ KILL_AFTER = 0.5
 bound how long a real process may take to die.  Under the worker's ``INTERRUPTED_SETTLE``, so
 that at shutdown a killed child counts as stopped and its job is released, not abandoned."""
 _READ = 65_536
+_SIGNALS: dict[str, type[Exception]] = {
+    "retry": Retry,
+    "snooze": Snooze,
+    "fail": Fail,
+    "invalid_result": InvalidResult,
+}
+"""What crosses back from the child as itself, by the name its record gives."""
 
 logger = logging.getLogger("rota.isolation")
 
@@ -83,6 +97,8 @@ class ChildFailed(RotaError):
     """
 
     code = ExecutionFailed.code
+    lineage: tuple[str, ...] = ()
+    """The qualified names of the original exception's classes, most derived first."""
 
 
 class ChildTraceback(Exception):
@@ -115,8 +131,10 @@ def check(task: str, handler: Any, isolation: object, is_async: bool) -> None:
         )
 
 
-async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
-    """Run one attempt in a child process; its JSON result, or raise what went wrong.
+async def run(
+    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int
+) -> str | None:
+    """Run one attempt in a child process; its result as JSON, or raise what went wrong.
 
     Cancelling this coroutine stops the child (SIGTERM, then SIGKILL) and returns only once
     the child has exited, so the caller knows the handler has really stopped.
@@ -134,6 +152,7 @@ async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
             "queue": ctx.queue,
             "attempt": ctx.attempt,
             "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
+            "max_result_bytes": max_result_bytes,
         }
     )
     child = _Child(spec, ctx.progress)
@@ -144,7 +163,7 @@ async def run(definition: TaskDefinition, ctx: JobContext, job: Job) -> Any:
         raise
     finally:
         child.close()
-    return _outcome(output, child.exitcode, child.pid, ctx)
+    return _outcome(output, child.exitcode, child.pid)
 
 
 class _Child:
@@ -251,18 +270,14 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _outcome(output: bytes, exitcode: int | None, pid: int | None, ctx: JobContext) -> Any:
+def _outcome(output: bytes, exitcode: int | None, pid: int | None) -> str | None:
     record: dict[str, Any] | None = None
     with contextlib.suppress(ValueError):
         loaded = json.loads(output)
         record = loaded if isinstance(loaded, dict) else None
     if record is not None and "result" in record:
-        if record.get("dropped"):
-            ctx.logger.warning(
-                "the isolated handler returned a %s, which is not JSON; it is dropped",
-                record["dropped"],
-            )
-        return record["result"]
+        result = record["result"]
+        return result if isinstance(result, str) else None
     if record is not None and "error" in record:
         raise _rebuilt(record["error"])
     if exitcode is not None and exitcode < 0:
@@ -274,13 +289,28 @@ def _outcome(output: bytes, exitcode: int | None, pid: int | None, ctx: JobConte
     raise ExecutionFailed(f"child process {pid} exited with code {exitcode} and no result")
 
 
-def _rebuilt(error: dict[str, Any]) -> ChildFailed:
-    module, _, qualname = str(error.get("type", "builtins.Exception")).rpartition(".")
-    namespace = {"__module__": module or "builtins", "__qualname__": qualname}
-    if error.get("code"):
-        namespace["code"] = str(error["code"])
-    kind = type(qualname.rpartition(".")[2] or "Exception", (ChildFailed,), namespace)
-    failure: ChildFailed = kind(str(error.get("message", "")))
+def _rebuilt(error: dict[str, Any]) -> Exception:
+    """The child's exception in the worker: an outcome signal or ``InvalidResult`` as itself,
+    anything else as a ``ChildFailed`` named after the original."""
+    message = str(error.get("message", ""))
+    signal_ = error.get("signal")
+    failure: Exception
+    if signal_ == "retry":
+        failure = Retry(error.get("delay"))
+    elif signal_ == "snooze":
+        failure = Snooze(error.get("delay") or 0.0)
+    elif signal_ == "fail":
+        failure = Fail(message)
+    elif signal_ == "invalid_result":
+        failure = InvalidResult(message)
+    else:
+        module, _, qualname = str(error.get("type", "builtins.Exception")).rpartition(".")
+        namespace: dict[str, Any] = {"__module__": module or "builtins", "__qualname__": qualname}
+        if error.get("code"):
+            namespace["code"] = str(error["code"])
+        namespace["lineage"] = tuple(str(name) for name in error.get("lineage", ()))
+        kind = type(qualname.rpartition(".")[2] or "Exception", (ChildFailed,), namespace)
+        failure = kind(message)
     failure.__cause__ = ChildTraceback(str(error.get("traceback", "")))
     return failure
 
@@ -315,10 +345,7 @@ def _child_main(spec: str, output: Connection, lifeline: Connection, progress: C
         handler = _resolve(data["module"], data["qualname"])
         arguments = (ctx, *data["args"]) if data["context"] else ()
         result = handler(*arguments, **(data["kwargs"] if data["context"] else {}))
-        try:
-            text = json.dumps({"result": result}, allow_nan=False)
-        except (TypeError, ValueError, RecursionError):
-            text = json.dumps({"result": None, "dropped": type(result).__qualname__})
+        text = json.dumps({"result": results.encode(result, data["max_result_bytes"])})
     except BaseException as exc:
         text = json.dumps({"error": _record(exc)})
     _write(output.fileno(), text.encode())
@@ -338,14 +365,24 @@ def _resolve(module: str, qualname: str) -> Any:
     return target
 
 
-def _record(exc: BaseException) -> dict[str, str]:
+def _record(exc: BaseException) -> dict[str, Any]:
     kind = type(exc)
-    return {
+    record: dict[str, Any] = {
         "type": f"{kind.__module__}.{kind.__qualname__}",
         "message": str(exc) or repr(exc),
         "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
         "code": exc.code if isinstance(exc, RotaError) else "",
+        # The script a worker runs is ``__mp_main__`` here: its classes match ``__main__``'s.
+        "lineage": [name.replace("__mp_main__.", "__main__.", 1) for name in lineage(exc)],
     }
+    signal_ = next((name for name, kind in _SIGNALS.items() if isinstance(exc, kind)), None)
+    if signal_ is not None:
+        record["signal"] = signal_
+    if isinstance(exc, (Retry, Snooze)):
+        record["delay"] = exc.delay
+    elif isinstance(exc, Fail):
+        record["message"] = exc.message
+    return record
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -28,6 +28,7 @@ from rota.runtime.connect import DatabaseWait, check_clock
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention
 from rota.runtime.parts import Parts
+from rota.runtime.results import Completions
 from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
 from rota.runtime.schedules import ScheduleControl
 from rota.runtime.settings import Pool, WorkerSettings
@@ -69,6 +70,8 @@ class Lifecycle:
         self._task_threads: HandlerThreads | None = None
         self._db_threads: ThreadPoolExecutor | None = None
         self._served = Served()
+        self.completions = Completions()
+        """Wakes this process's ``rota.result`` waiters when its worker or drain ends a job."""
 
     # -- readiness ---------------------------------------------------------------------------
 
@@ -135,7 +138,12 @@ class Lifecycle:
         self._task_threads = HandlerThreads(settings.concurrency, "rota-task")
         self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
         worker = Worker(
-            self.store, self._executor(self._task_threads), settings, self.events, self._db_call
+            self.store,
+            self._executor(self._task_threads),
+            settings,
+            self.events,
+            self._db_call,
+            self.completions.finished,
         )
         try:
             await worker.start()
@@ -234,7 +242,14 @@ class Lifecycle:
         threads = HandlerThreads(settings.concurrency, "rota-drain")
         try:
             executor = self._executor(threads)
-            worker = Worker(self.store, executor, settings, self.events, asyncio.to_thread)
+            worker = Worker(
+                self.store,
+                executor,
+                settings,
+                self.events,
+                asyncio.to_thread,
+                self.completions.finished,
+            )
             return await worker.drain()
         finally:
             threads.shutdown()
@@ -272,7 +287,15 @@ class Lifecycle:
         )
 
     def _executor(self, threads: HandlerThreads) -> Executor:
-        return Executor(self.registry, self.clock, self.events, threads, telemetry=self.telemetry)
+        return Executor(
+            self.registry,
+            self.clock,
+            self.events,
+            threads,
+            telemetry=self.telemetry,
+            max_snoozes=self.config.max_snoozes,
+            max_result_bytes=self.config.max_result_bytes,
+        )
 
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,9 @@ class Worker:
         settings: WorkerSettings,
         events: EventLog,
         db_call: Callable[..., Awaitable[Any]],
+        finished: Callable[[Sequence[int]], None] | None = None,
     ) -> None:
+        """``finished`` hears the ids of jobs this worker wrote a final state for."""
         self.store = store
         self.executor = executor
         self.settings = settings
@@ -88,7 +90,7 @@ class Worker:
         does, non-zero) so that a supervisor starts a working one."""
         self._report_loop: asyncio.Task[None] | None = None
         self.reports = Reports(
-            self.id, store, db_call, self.clock, self.timer, settings.max_backoff
+            self.id, store, db_call, self.clock, self.timer, settings.max_backoff, finished
         )
         self._draining = False
         self._abandon = asyncio.Event()

@@ -160,18 +160,30 @@ class SqlJobs:
         guard: ColumnElement[bool],
         now: datetime,
     ) -> int:
-        """Successes share one UPDATE; every other transition writes its own row."""
+        """Successes without a result share one UPDATE, those with one share a statement
+        executed per row (``executemany``, each row its own result); every other transition
+        writes its own row."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         finished = {**released, "unique_key": None}
+        success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied = 0
-        succeeded = [t.job_id for t in transitions if t.target is JobState.SUCCEEDED]
-        if succeeded:
+        succeeded = [t for t in transitions if t.target is JobState.SUCCEEDED]
+        plain = [t.job_id for t in succeeded if t.result is None]
+        if plain:
             applied += connection.execute(
-                update(jobs)
-                .where(jobs.c.id.in_(succeeded), guard)
-                .values(state=JobState.SUCCEEDED.value, finished_at=now, **finished)
+                update(jobs).where(jobs.c.id.in_(plain), guard).values(success)
             ).rowcount
+        results = [
+            {"b_id": t.job_id, "b_result": t.result} for t in succeeded if t.result is not None
+        ]
+        if results:
+            statement = (
+                update(jobs)
+                .where(jobs.c.id == bindparam("b_id"), guard)
+                .values(result=bindparam("b_result"), **success)
+            )
+            applied += connection.execute(statement, results).rowcount
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
@@ -186,6 +198,8 @@ class SqlJobs:
                 values["run_at"] = t.run_at
             if t.errors is not None:
                 values["errors"] = errors_json(t.errors)
+            if t.snoozes is not None:
+                values["snoozes"] = t.snoozes
             applied += connection.execute(
                 update(jobs).where(jobs.c.id == t.job_id, guard).values(values)
             ).rowcount
@@ -315,16 +329,19 @@ class SqlJobs:
 
     def retry(self, transition: Transition) -> bool:
         jobs = self.table
+        values: dict[str, Any] = {
+            "state": transition.target.value,
+            "attempt": transition.attempt,
+            "run_at": transition.run_at,
+            "finished_at": None,
+            "cancel_requested": False,
+        }
+        if transition.snoozes is not None:
+            values["snoozes"] = transition.snoozes
         statement = (
             update(jobs)
             .where(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
-            .values(
-                state=transition.target.value,
-                attempt=transition.attempt,
-                run_at=transition.run_at,
-                finished_at=None,
-                cancel_requested=False,
-            )
+            .values(values)
         )
         return bool(self.database.write(statement, idempotent=False))
 
