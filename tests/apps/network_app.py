@@ -12,23 +12,15 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from pathlib import Path
 
-from rota import JobContext, Rota
+from rota import JobContext
+from tests.apps.environment import marks_file, rota_from_environment
 
-RUNS = Path(os.environ["ROTA_TEST_DIR"]) / f"runs.{os.getpid()}"
-
-app = Rota(
-    os.environ["ROTA_TEST_URL"],
-    table_prefix=os.environ["ROTA_TEST_PREFIX"],
-    lease_seconds=float(os.environ.get("ROTA_TEST_LEASE", "2")),
-    poll_interval=float(os.environ.get("ROTA_TEST_POLL", "0.2")),
-    concurrency=int(os.environ.get("ROTA_TEST_CONCURRENCY", "10")),
-    connect_timeout=10,
+app = rota_from_environment(
     read_timeout=float(os.environ.get("ROTA_TEST_READ_TIMEOUT", "60")),
     keepalive=float(os.environ.get("ROTA_TEST_KEEPALIVE", "15")),
 )
-_runs = os.open(RUNS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+_runs = marks_file("runs")
 
 
 def _mark(ctx: JobContext, event: str) -> None:
