@@ -7,13 +7,14 @@ its lease expires) and reads the rate's tokens: two claims of one key take turns
 holds across any number of workers.  The count is read after the lock, so it sees every claim
 of that key that committed before.
 
-No head-of-line blocking: the candidate query leaves out keys known to be full (those the
-last claim of this process found full, then those the count after the lock finds full; a rate
-key used up stays so until its window ends), and the claim looks again in up to ``ROUNDS``
-rounds past the keys it found full, so a hot key with a thousand waiting jobs never hides the
-cold keys' jobs behind it.  Cost per claim over the plain one: the lock of the keys' rows, one
-count of the running jobs of limited tasks, one write of the rates' tokens (if any) and, when a
-round finds full keys, one more candidate query.
+No head-of-line blocking: the candidate query leaves out keys known to be full (those its own
+count of the running jobs finds full, a hint read without a lock, then those the count
+after the lock finds full; a rate key used up stays so until its window ends), and the claim
+looks again in up to ``ROUNDS`` rounds past the keys it found full or held by another claim, so
+a hot key with a thousand waiting jobs never hides the cold keys' jobs behind it.  Cost per
+claim over the plain one: the lock of the keys' rows, the count of their running jobs (by the
+concurrency key's index), one write of the rates' tokens (if any) and, when a round finds
+full keys or keys held by another claim, one more candidate query.
 
 A job written without keys (queued by name from a process that lacks the definition, made by
 a schedule, or queued before the task had a limit) gets them here, from its arguments and
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, or_, select, update
+from sqlalchemy import Select, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -57,11 +58,6 @@ class _Held:
     seen: set[str] = field(default_factory=set)
     """Keys looked up, held or not: a key held by another claim stays blocked this time."""
     flows: Mapping[str, FlowLimits] = field(default_factory=dict)
-    running: dict[str, tuple[str, int]] | None = None
-    """The last count of running jobs per concurrency key (``None``: not counted yet)."""
-
-    def running_of(self, key: str) -> int:
-        return (self.running or {}).get(key, ("", 0))[1]
 
 
 class FlowClaims:
@@ -73,9 +69,6 @@ class FlowClaims:
         """Rate keys used up, until their window ends: a hint that spares the candidate query
         their jobs (a window's tokens only ever go down)."""
         self._uncommitted: dict[str, datetime] = {}
-        self._full: set[str] = set()
-        """Concurrency keys the last claim found full: a hint that spares the first candidate
-        query their jobs (the count after the lock decides)."""
 
     def committed(self) -> None:
         """The claim's transaction committed: what it used up is used up."""
@@ -92,18 +85,23 @@ class FlowClaims:
         values: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` candidates that the limits of ``flows`` (by task) let start, marked
-        running with ``values``; the rows as they now are."""
+        running with ``values``; the rows as they now are.
+
+        The candidate query leaves out the keys full now (``_full_keys``, a hint); the count
+        that decides is the one after the lock, of the locked keys alone."""
         self._uncommitted = {}
         self._exhausted = {key: end for key, end in self._exhausted.items() if end > now}
         jobs = self.jobs
-        blocked = set(self._full)
-        blocked_rates = set(self._exhausted)
         held = _Held(flows=flows)
+        blocked: set[str] = set()
+        full = self._full_keys(flows, now)
+        blocked_rates = set(self._exhausted)
         chosen: list[dict[str, Any]] = []
         for _ in range(ROUNDS):
             want = limit - len(chosen)
-            excluded = set(blocked)
             query = candidates(want)
+            if full is not None:
+                query = query.where(_outside(jobs.c.concurrency_key, full))
             if blocked:
                 query = query.where(_outside(jobs.c.concurrency_key, blocked))
             if blocked_rates:
@@ -117,24 +115,20 @@ class FlowClaims:
             self._lock(connection, concurrency, rates, held, now)
             admitted = set(admit(found, flows, held.free, held.tokens))
             chosen.extend(row for row in rows if row["id"] in admitted)
-            if held.running is None and excluded:  # the hint alone left these out: check it
-                held.running = self._running(connection, flows, now)
-            if held.running is not None:  # counted: the hint gives way to the count
-                blocked = _saturated(held.running, flows)
             blocked.update(key for key in held.seen if held.free.get(key, 1) <= 0)
             blocked.update(key for key in concurrency if key not in held.free)
             blocked_rates.update(key for key in rates if held.tokens.get(key, 0) <= 0)
-            if len(chosen) >= limit or (len(rows) < want and excluded <= blocked):
-                break  # all taken, or nothing more is due past keys still full
-        self._full = blocked
+            if len(chosen) >= limit or len(rows) < want:
+                break  # all taken, or nothing more is due past the keys full or held
         self._take_tokens(connection, held, now)
         return self.database.dialect.claim_rows(connection, jobs, chosen, values)
 
     def _fill_keys(
         self, connection: Connection, rows: list[dict[str, Any]], flows: Mapping[str, FlowLimits]
     ) -> None:
-        """Resolve and write the keys that rows of limited tasks lack."""
-        updates: list[dict[str, Any]] = []
+        """Resolve and write the keys that rows of limited tasks lack, in one statement (a
+        ``CASE`` on the id, not one statement per row)."""
+        filled: list[dict[str, Any]] = []
         for row in rows:
             flow = flows.get(row["task"])
             if flow is None:
@@ -147,17 +141,20 @@ class FlowClaims:
             concurrency_key, rate_key = _resolve(flow, row["payload"])
             row["concurrency_key"] = row["concurrency_key"] or concurrency_key
             row["rate_key"] = row["rate_key"] or rate_key
-            updates.append(
-                {"b_id": row["id"], "b_ckey": row["concurrency_key"], "b_rkey": row["rate_key"]}
-            )
-        if updates:
+            filled.append(row)
+        if filled:
             jobs = self.jobs
+            ids = [row["id"] for row in filled]
+
+            def by_id(column: str) -> Any:
+                return case({row["id"]: row[column] for row in filled}, value=jobs.c.id)
+
             statement = (
                 update(jobs)
-                .where(jobs.c.id == bindparam("b_id"))
-                .values(concurrency_key=bindparam("b_ckey"), rate_key=bindparam("b_rkey"))
+                .where(jobs.c.id.in_(ids))
+                .values(concurrency_key=by_id("concurrency_key"), rate_key=by_id("rate_key"))
             )
-            connection.execute(statement, updates)
+            connection.execute(statement)
 
     def _lock(
         self,
@@ -175,10 +172,10 @@ class FlowClaims:
         locked = self._lock_rows(connection, keys, now)
         counted = [key for key in concurrency if key in locked]
         if counted:
-            held.running = self._running(connection, held.flows, now)
-        for key in counted:
-            limit = concurrency[key].concurrency or 0
-            held.free[key] = limit - held.running_of(key)
+            running = self._running(connection, held.flows, now, counted)
+            for key in counted:
+                limit = concurrency[key].concurrency or 0
+                held.free[key] = limit - running.get(key, ("", 0))[1]
         for key, flow in rates.items():
             if key in locked and flow.rate is not None:
                 tokens, window = locked[key]
@@ -212,13 +209,37 @@ class FlowClaims:
         )
         return {key: (tokens, at) for key, tokens, at in connection.execute(query)}
 
+    def _full_keys(self, flows: Mapping[str, FlowLimits], now: datetime) -> Select[Any] | None:
+        """The concurrency keys full now, a subquery of the candidate query: a hint read without
+        a lock (in the candidate statement's snapshot, which spares a statement), that keeps
+        their jobs out of the candidates, so one round usually fills the claim even when most
+        keys are running.  Counted per task and key, it may miss that a key shared by tasks is
+        full (the count after the lock decides) but never leaves out a key that is not."""
+        limits = {task: flow.concurrency for task, flow in flows.items() if flow.concurrency}
+        if not limits:
+            return None
+        running = self.jobs.alias("running")
+        return (
+            select(running.c.concurrency_key)
+            .where(
+                running.c.state == RUNNING,
+                running.c.lease_until >= now,
+                running.c.task.in_(sorted(limits)),
+                running.c.concurrency_key.is_not(None),
+            )
+            .group_by(running.c.task, running.c.concurrency_key)
+            .having(func.count() >= case(limits, value=running.c.task))
+        )
+
     def _running(
-        self, connection: Connection, flows: Mapping[str, FlowLimits], now: datetime
+        self,
+        connection: Connection,
+        flows: Mapping[str, FlowLimits],
+        now: datetime,
+        keys: Sequence[str],
     ) -> dict[str, tuple[str, int]]:
-        """``{key: (task, running)}`` over every running job of a concurrency-limited task whose
-        lease is live: the slots of the keys just locked, and which keys are full (a hint for
-        the next round and the next claim).  The running jobs are no more than the cluster's
-        slots."""
+        """``{key: (task, running)}`` over the running jobs of ``keys`` (those just locked: the
+        index on the key serves it) of concurrency-limited tasks whose lease is live."""
         tasks = [task for task, flow in flows.items() if flow.concurrency]
         jobs = self.jobs
         query = (
@@ -227,7 +248,7 @@ class FlowClaims:
                 jobs.c.state == RUNNING,
                 jobs.c.lease_until >= now,
                 jobs.c.task.in_(tasks),
-                jobs.c.concurrency_key.is_not(None),
+                jobs.c.concurrency_key.in_(sorted(keys)),
             )
             .group_by(jobs.c.task, jobs.c.concurrency_key)
         )
@@ -258,18 +279,9 @@ class FlowClaims:
             connection.execute(statement, updates)
 
 
-def _saturated(running: Mapping[str, tuple[str, int]], flows: Mapping[str, FlowLimits]) -> set[str]:
-    full: set[str] = set()
-    for key, (task, n) in running.items():
-        flow = flows.get(task)
-        if flow is not None and flow.concurrency is not None and n >= flow.concurrency:
-            full.add(key)
-    return full
-
-
-def _outside(column: Any, keys: set[str]) -> ColumnElement[bool]:
+def _outside(column: Any, keys: set[str] | Select[Any]) -> ColumnElement[bool]:
     """The column is no key of ``keys`` (a job without a key always is)."""
-    return or_(column.is_(None), column.not_in(sorted(keys)))
+    return or_(column.is_(None), column.not_in(keys if isinstance(keys, Select) else sorted(keys)))
 
 
 def _resolve(flow: FlowLimits, stored: str) -> tuple[str | None, str | None]:
