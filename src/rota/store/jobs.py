@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, delete, select, true, update
+from sqlalchemy import Select, and_, bindparam, case, delete, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -166,9 +166,10 @@ class SqlJobs:
         guard: ColumnElement[bool],
         now: datetime,
     ) -> int:
-        """Successes without a result share one UPDATE, those with one share a statement
-        executed per row (``executemany``, each row its own result); every other transition
-        writes its own row."""
+        """Successes without a result share one UPDATE, those with one share an UPDATE whose
+        ``CASE`` gives each row its result (a statement a row would multiply the round trips of
+        a report, and with them its chances of meeting a dropped connection); every other
+        transition writes its own row."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         finished = {**released, "unique_key": None}
@@ -180,16 +181,12 @@ class SqlJobs:
             applied += connection.execute(
                 update(jobs).where(jobs.c.id.in_(plain), guard).values(success)
             ).rowcount
-        results = [
-            {"b_id": t.job_id, "b_result": t.result} for t in succeeded if t.result is not None
-        ]
-        if results:
-            statement = (
-                update(jobs)
-                .where(jobs.c.id == bindparam("b_id"), guard)
-                .values(result=bindparam("b_result"), **success)
-            )
-            applied += connection.execute(statement, results).rowcount
+        for chunk in _by_size([t for t in succeeded if t.result is not None]):
+            results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
+            ids = [t.job_id for t in chunk]
+            applied += connection.execute(
+                update(jobs).where(jobs.c.id.in_(ids), guard).values(result=results, **success)
+            ).rowcount
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
@@ -370,3 +367,22 @@ class SqlJobs:
             return len(ids)
 
         return self.database.transaction(work)
+
+
+RESULTS_PER_STATEMENT_BYTES = 4 * 1024 * 1024
+"""How much result text one UPDATE carries at most: well under the smallest default
+``max_allowed_packet`` (16 MiB on MariaDB, 64 MiB on MySQL 8)."""
+
+
+def _by_size(transitions: Sequence[Transition]) -> list[list[Transition]]:
+    """``transitions`` in runs whose results add up to at most one statement's share."""
+    chunks: list[list[Transition]] = []
+    size = 0
+    for transition in transitions:
+        length = len(transition.result or "")
+        if not chunks or size + length > RESULTS_PER_STATEMENT_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(transition)
+        size += length
+    return chunks
