@@ -107,6 +107,14 @@ def test_supervised_workers_of_a_json_app_write_only_json_lines(
     with running(
         "worker", APP, "--processes", "2", "--grace", "5", logs=tmp_path / "w", env=env(control)
     ) as supervisor:
+        # Both workers up before the stop: one alone may run both jobs, and a stop while the
+        # other is still starting ends it (cleanly) before it logs worker.started.
+        wait_until(
+            lambda: (
+                supervisor.alive() and supervisor.output().count('"event": "worker.started"') == 2
+            ),
+            timeout=30,
+        )
         greeted, _ = run_two_jobs(control, supervisor)
     records = json_lines(supervisor)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from datetime import timedelta
+from types import FrameType
 
 import click
 
@@ -98,6 +100,51 @@ def worker(
     log_format: str | None,
 ) -> None:
     """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM."""
+    stop_while_starting()
+    try:
+        run_worker(app, concurrency, queues, grace, processes, log_level, log_format)
+    except StoppedWhileStarting as stopped:
+        logging.getLogger("rota").info(
+            "stopped by %s before the worker started",
+            signal.Signals(stopped.signum).name,
+            extra={"event": "worker.start_interrupted"},
+        )
+        sys.exit(0)
+
+
+class StoppedWhileStarting(BaseException):
+    """SIGINT or SIGTERM before the worker's own handlers were installed: a clean stop.
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is, so that no ``except Exception`` of the
+    application's import (or of ``load_app``) takes it for a failure."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_while_starting() -> None:
+    """Make SIGINT and SIGTERM end ``rota worker`` with exit code 0 until the worker (or the
+    supervisor) installs its own handlers: a stop during a slow import of the application is
+    what the signal asked for, not a failure, and it interrupts the import rather than waiting
+    for it.  Those handlers replace these; none is restored here."""
+
+    def raise_stopped(signum: int, frame: FrameType | None) -> None:
+        raise StoppedWhileStarting(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, raise_stopped)
+
+
+def run_worker(
+    app: str,
+    concurrency: int | None,
+    queues: str | None,
+    grace: float,
+    processes: int,
+    log_level: str,
+    log_format: str | None,
+) -> None:
     handler = configure_logging(log_level, log_format or "text")
     with held():
         rota = load_app(app)

@@ -5,6 +5,11 @@ and lease heartbeats; the supervisor only watches exit codes.  Children that kee
 than ``max_restarts`` within ``window`` seconds) end the supervisor with exit code 1 rather
 than restarting forever.
 
+A child the supervisor stops exits 0 however far its start-up had come: one still importing
+the application stops at once (``rota worker`` treats a signal before its worker's own handlers
+as a clean stop), and one the SIGTERM ended outright, before rota could install any handler,
+stopped as asked.
+
 Every child holds the read end of a pipe whose only write end is the supervisor's (the
 *lifeline*).  However the supervisor ends, SIGKILL included, the kernel closes that end; each
 child reads end-of-file and stops as if it had been sent SIGTERM, so no worker is orphaned and
@@ -152,7 +157,14 @@ def _stop(
     for child in children:
         if child.poll() is None:
             child.kill()
-    return [child.wait() for child in children]
+    return [stopped(child.wait()) for child in children]
+
+
+def stopped(code: int) -> int:
+    """A child's exit code once it was sent SIGTERM: one the signal itself ended (still
+    starting its interpreter, before any handler of rota's was installed) stopped as asked.
+    Killed after the grace, or exiting 1, it did not."""
+    return 0 if code == -signal.SIGTERM else code
 
 
 def _signal_all(children: list[subprocess.Popen[bytes]]) -> None:
