@@ -16,13 +16,14 @@ from typing import Any
 from rota import Rota
 
 
-def rota_from_environment(**options: Any) -> Rota:
+def rota_from_environment(concurrency: int = 10, **options: Any) -> Rota:
+    """``concurrency`` unless ``ROTA_TEST_CONCURRENCY`` says otherwise."""
     return Rota(
         os.environ["ROTA_TEST_URL"],
         table_prefix=os.environ["ROTA_TEST_PREFIX"],
         lease_seconds=float(os.environ.get("ROTA_TEST_LEASE", "2")),
         poll_interval=float(os.environ.get("ROTA_TEST_POLL", "0.2")),
-        concurrency=int(os.environ.get("ROTA_TEST_CONCURRENCY", "10")),
+        concurrency=int(os.environ.get("ROTA_TEST_CONCURRENCY", str(concurrency))),
         connect_timeout=10,
         **options,
     )

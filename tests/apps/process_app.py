@@ -19,18 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-from rota import JobContext, Rota
+from rota import JobContext
+from tests.apps.environment import rota_from_environment
 
 MARKS = Path(os.environ["ROTA_TEST_DIR"])
 
-app = Rota(
-    os.environ["ROTA_TEST_URL"],
-    table_prefix=os.environ["ROTA_TEST_PREFIX"],
-    lease_seconds=float(os.environ.get("ROTA_TEST_LEASE", "2")),
-    poll_interval=float(os.environ.get("ROTA_TEST_POLL", "0.2")),
-    concurrency=int(os.environ.get("ROTA_TEST_CONCURRENCY", "5")),
-    connect_timeout=10,
-)
+app = rota_from_environment(concurrency=5)
 
 
 def mark(ctx: JobContext, event: str) -> None:
