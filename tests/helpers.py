@@ -4,9 +4,10 @@ the SQL store below the protocol."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 
 from rota import Rota
@@ -35,6 +36,18 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s: {check}")
         await asyncio.sleep(every)
+
+
+@contextlib.contextmanager
+def migrated(url: str, table_prefix: str = "rota_") -> Iterator[Rota]:
+    """A ``Rota`` whose schema is applied before any worker process is started against it,
+    its connections closed at the end."""
+    rota = Rota(url, table_prefix=table_prefix)
+    rota.jobs()
+    try:
+        yield rota
+    finally:
+        sql_store(rota).engine.dispose()
 
 
 def wait_until(check: Callable[[], object], timeout: float = 10.0, every: float = 0.05) -> None:

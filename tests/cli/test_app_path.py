@@ -14,7 +14,7 @@ from rota import JobState, Rota
 from tests.cli.processes import running
 from tests.cli.test_inspect import closed_port
 from tests.cli.test_subprocess import rota_command
-from tests.helpers import sql_store, wait_until
+from tests.helpers import migrated, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +55,8 @@ def service(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def control(tmp_path: Path) -> Iterator[Rota]:
-    rota = Rota(f"sqlite:///{tmp_path}/jobs.db")
-    rota.jobs()  # migrate before any process starts
-    yield rota
-    sql_store(rota).engine.dispose()
+    with migrated(f"sqlite:///{tmp_path}/jobs.db") as rota:
+        yield rota
 
 
 def test_worker_runs_the_rota_of_a_file(service: Path, control: Rota, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from rota import Rota
 from tests.cli.processes import Running, running
-from tests.helpers import sql_store, wait_until
+from tests.helpers import migrated, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -22,10 +22,8 @@ APP = "tests.apps.json_app:app"
 
 @pytest.fixture
 def control(tmp_path: Path) -> Iterator[Rota]:
-    rota = Rota(f"sqlite:///{tmp_path}/jobs.db", table_prefix="json_")
-    rota.jobs()  # migrate before the worker starts
-    yield rota
-    sql_store(rota).engine.dispose()
+    with migrated(f"sqlite:///{tmp_path}/jobs.db", "json_") as rota:
+        yield rota
 
 
 def env(control: Rota) -> dict[str, str]:

@@ -16,7 +16,7 @@ import pytest
 
 from rota import Rota
 from tests.cli.processes import ROOT, Running, running
-from tests.helpers import sql_store, wait_until
+from tests.helpers import migrated, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,10 +27,8 @@ STOPPED = "stopped by {} before the worker started"
 
 @pytest.fixture
 def control(tmp_path: Path) -> Iterator[Rota]:
-    rota = Rota(f"sqlite:///{tmp_path}/jobs.db", table_prefix="slow_")
-    rota.jobs()  # migrate before the worker starts
-    yield rota
-    sql_store(rota).engine.dispose()
+    with migrated(f"sqlite:///{tmp_path}/jobs.db", "slow_") as rota:
+        yield rota
 
 
 def env(control: Rota, tmp_path: Path, **extra: str) -> dict[str, str]:

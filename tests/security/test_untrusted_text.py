@@ -33,7 +33,7 @@ from tests.cli import conftest as cli_tests
 from tests.cli.conftest import Cli, parsed
 from tests.cli.processes import running
 from tests.conftest import Database
-from tests.helpers import sql_store, wait_until
+from tests.helpers import migrated, wait_until
 
 cli = cli_tests.cli
 """The fixture the command tests use: ``cli(*args)`` runs ``rota`` against the test's database."""
@@ -300,10 +300,8 @@ def fragile(ctx, note):
 
 @pytest.fixture
 def control(db: Database) -> Iterator[Rota]:
-    rota = Rota(db.url, table_prefix=db.prefix)
-    rota.jobs()  # migrate before the worker starts
-    yield rota
-    sql_store(rota).engine.dispose()
+    with migrated(db.url, db.prefix) as rota:
+        yield rota
 
 
 def worker_output(control: Rota, db: Database, tmp_path: Path, log_format: str) -> str:
