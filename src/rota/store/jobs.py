@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, case, delete, select, true, update
+from sqlalchemy import Select, and_, case, delete, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -245,33 +245,28 @@ class SqlJobs:
     def _write_progress(
         self, connection: Connection, worker_id: str, reports: Sequence[ProgressReport]
     ) -> None:
-        """One statement, executed once per reported job (``executemany``), each row written
-        only while the reporting attempt still holds the job: a late value from an attempt
-        that was rescued, retried or taken by another worker changes nothing."""
+        """One UPDATE whose ``CASE``s give each job its value (one round trip, as for results),
+        each row written only while the reporting attempt still holds the job: a late value
+        from an attempt that was rescued, retried or taken by another worker changes nothing."""
         if not reports:
             return
         jobs = self.table
-        statement = (
+
+        def by_job(values: Mapping[int, Any]) -> Any:
+            return case(values, value=jobs.c.id)
+
+        connection.execute(
             update(jobs)
             .where(
-                jobs.c.id == bindparam("b_id"),
-                jobs.c.attempt == bindparam("b_attempt"),
+                jobs.c.id.in_([report.job_id for report in reports]),
+                jobs.c.attempt == by_job({r.job_id: r.attempt for r in reports}),
                 jobs.c.state == RUNNING,
                 jobs.c.lease_owner == worker_id,
             )
-            .values(progress=bindparam("b_fraction"), progress_note=bindparam("b_note"))
-        )
-        connection.execute(
-            statement,
-            [
-                {
-                    "b_id": report.job_id,
-                    "b_attempt": report.attempt,
-                    "b_fraction": report.progress.fraction,
-                    "b_note": report.progress.note,
-                }
-                for report in reports
-            ],
+            .values(
+                progress=by_job({r.job_id: r.progress.fraction for r in reports}),
+                progress_note=by_job({r.job_id: r.progress.note for r in reports}),
+            )
         )
 
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
