@@ -14,6 +14,9 @@ from rota.core.model import (
     JobState,
     JobStatus,
     Progress,
+    Schedule,
+    ScheduleAction,
+    ScheduleChange,
 )
 from rota.enqueue import Enqueue
 from rota.errors import (
@@ -32,6 +35,7 @@ from rota.errors import (
     JobTimeout,
     ResultTimeout,
     RotaError,
+    ScheduleConflict,
     ScheduleNotFound,
     StoreError,
     TaskNotRegistered,
@@ -76,6 +80,10 @@ __all__ = [
     "RetryPolicy",
     "Rota",
     "RotaError",
+    "Schedule",
+    "ScheduleAction",
+    "ScheduleChange",
+    "ScheduleConflict",
     "ScheduleNotFound",
     "Snooze",
     "StoreError",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -20,12 +20,12 @@ from typing_extensions import Unpack
 from rota.config import RotaConfig, Settings, default_url
 from rota.core import values
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import Counts, DrainResult, Job, JobStatus
+from rota.core.model import Counts, DrainResult, Job, JobStatus, Schedule, ScheduleChange
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
-from rota.runtime import results
+from rota.runtime import actors, results
 from rota.runtime.control import Control
 from rota.runtime.lifecycle import Lifecycle, Served
 from rota.runtime.maintenance import prune_finished
@@ -132,6 +132,39 @@ class Rota:
         name = self._schedules.define(cron, task, name, tz, args, kwargs or {}, queue, priority)
         self._life.wake_scheduler()
         return name
+
+    def update_schedule(
+        self, name: str, cron: str | None = None, tz: str | None = None
+    ) -> Schedule:
+        """Change a schedule's cron and/or time zone for every process (seen within one poll),
+        from its first tick at or after now.  For a schedule defined in code this is an
+        override: it survives restarts and lasts until ``reset_schedule`` or until the code's
+        own rule changes.  ``ScheduleConflict`` if it changed meanwhile (nothing written)."""
+        schedule = self._ready(lambda: self._schedules.update(name, cron, tz))
+        self._life.wake_scheduler()
+        return schedule
+
+    def reset_schedule(self, name: str) -> bool:
+        """End a code schedule's override (back to the code's rule); ``False`` if it had none."""
+        reset = self._ready(lambda: self._schedules.reset(name))
+        self._life.wake_scheduler()
+        return reset
+
+    def get_schedule(self, name: str) -> Schedule:
+        """The schedule's record; raises ``ScheduleNotFound``."""
+        return self._ready(lambda: self._schedules.get(name))
+
+    def schedule_history(self, name: str, limit: int | None = None) -> list[ScheduleChange]:
+        """The schedule's changes, newest first: created, updated, overridden, reset, paused,
+        resumed, cancelled, disabled, override_cleared; each with time, actor, old and new."""
+        if limit is not None:
+            values.check_int(limit, InvalidArguments, "limit", 0)
+        return self._ready(lambda: self._schedules.history(name, limit))
+
+    def acting_as(self, actor: str) -> AbstractContextManager[None]:
+        """Record the schedule changes made inside ``with rota.acting_as("admin:ana"):`` as
+        that actor's (``api`` otherwise); the CLI and dashboard name themselves so."""
+        return actors.acting_as(actor)
 
     def run_now(self, schedule_id: str) -> int:
         """Enqueue one job of the schedule at once; its cron ticks carry on as before."""

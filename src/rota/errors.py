@@ -10,6 +10,7 @@
     ├── TaskNotRegistered           TASK_NOT_REGISTERED   (also LookupError)
     ├── JobNotFound                 JOB_NOT_FOUND         (also LookupError)
     ├── ScheduleNotFound            SCHEDULE_NOT_FOUND    (also LookupError)
+    ├── ScheduleConflict            SCHEDULE_CONFLICT     (an edit lost a compare-and-set)
     ├── ExecutionFailed             EXECUTION_FAILED
     ├── JobTimeout                  TIMEOUT
     ├── JobCancelled                JOB_CANCELLED
@@ -64,6 +65,13 @@ class JobNotFound(RotaError, LookupError):
 
 class ScheduleNotFound(RotaError, LookupError):
     code = "SCHEDULE_NOT_FOUND"
+
+
+class ScheduleConflict(RotaError):
+    """The schedule changed between reading it and writing the edit: nothing was written.
+    Read it again and repeat the edit if it still makes sense."""
+
+    code = "SCHEDULE_CONFLICT"
 
 
 class ExecutionFailed(RotaError):

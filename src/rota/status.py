@@ -23,6 +23,10 @@ def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
         next_run=next_run,
         runs=stats.runs,
         failures=stats.failures,
+        tz=schedule.spec.tz,
+        code_cron=schedule.code_cron,
+        code_tz=schedule.code_tz,
+        failing=schedule.failing,
     )
 
 

@@ -158,9 +158,8 @@ def test_mysql_ddl_for_a_dba_to_review() -> None:
     assert "CREATE TABLE rota_jobs" in ddl
     assert "id BIGINT NOT NULL AUTO_INCREMENT" in ddl
     assert "DATETIME(6)" in ddl and "TIMESTAMP" not in ddl.replace("CURRENT_TIMESTAMP", "")
-    assert (
-        ddl.count("ENGINE=InnoDB") == 7
-    )  # jobs, workers, schedules, leases, queues, dependencies, limits
+    tables = ("jobs", "workers", "schedules", "leases", "queues", "dependencies", "limits")
+    assert ddl.count("ENGINE=InnoDB") == len(tables) + 1  # and schedule_history
     assert "CREATE UNIQUE INDEX uq_rota_jobs_unique_key ON rota_jobs (task, unique_key)" in ddl
     assert "CHARSET=utf8mb4" in ddl and "COLLATE utf8mb4_bin" in ddl
     assert "CREATE INDEX ix_rota_jobs_claim ON rota_jobs (state, queue, priority, run_at)" in ddl

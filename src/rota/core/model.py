@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -240,6 +240,13 @@ class JobStatus:
     failures: int
     progress: Progress | None = None
     """A running job's latest reported progress (``None`` for schedules and other jobs)."""
+    tz: str | None = None
+    """A schedule's time zone."""
+    code_cron: str | None = None
+    """While a code schedule is overridden, the code's cron (``cron`` is the override's)."""
+    code_tz: str | None = None
+    failing: bool = False
+    """The schedule's last ``alert_after_failures`` ticks failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +333,11 @@ class ScheduleSpec:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A persisted cron rule; its ``name`` is its public id."""
+    """A persisted cron rule; its ``name`` is its public id.
+
+    ``spec.cron`` and ``spec.tz`` are the rule in force.  While a code schedule is overridden
+    (``Rota.update_schedule``), ``code_cron`` and ``code_tz`` keep what the code says.
+    ``version`` grows with every change of the rule, so that edits are compare-and-set."""
 
     spec: ScheduleSpec
     state: ScheduleState
@@ -334,10 +345,50 @@ class Schedule:
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    code_cron: str | None = None
+    code_tz: str | None = None
+    version: int = 0
+    failures: int = 0
+    """Ticks in a row whose job failed, counted for tasks with ``alert_after_failures``."""
+    failing: bool = False
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def overridden(self) -> bool:
+        return self.code_cron is not None
+
+
+class ScheduleAction(str, Enum):
+    """The kinds of change a schedule's history records."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    OVERRIDDEN = "overridden"
+    RESET = "reset"
+    PAUSED = "paused"
+    RESUMED = "resumed"
+    CANCELLED = "cancelled"
+    DISABLED = "disabled"
+    OVERRIDE_CLEARED = "override_cleared"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleChange:
+    """One entry of a schedule's history: what changed, when, by whom.  ``old`` and ``new``
+    hold the fields that changed (``cron``, ``tz``, ``state`` ...), before and after."""
+
+    schedule: str
+    at: datetime
+    action: ScheduleAction
+    actor: str
+    old: Mapping[str, Any] | None = None
+    new: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

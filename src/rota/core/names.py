@@ -15,7 +15,7 @@ from rota.errors import RotaError
 INVISIBLE = {"Cc": "a control character", "Cf": "a format character"}
 """C0 and C1 controls forge log lines; format characters (zero-width, bidi overrides) make two
 different names look alike."""
-LIMITS = {"task": 255, "queue": 64, "schedule": 255, "unique_key": 255}
+LIMITS = {"task": 255, "queue": 64, "schedule": 255, "unique_key": 255, "actor": 255}
 """Characters of each kind of name; the schema's columns are this wide."""
 
 

@@ -26,7 +26,7 @@ PRUNE_LEASE = "prune"
 class Retention:
     succeeded: timedelta = timedelta(days=7)
     failed: timedelta = timedelta(days=30)
-    """Also how long cancelled jobs are kept."""
+    """Also how long cancelled jobs and schedules' history entries are kept."""
     workers: timedelta = timedelta(hours=1)
     """How long the row of a worker that stopped heartbeating is kept (listed as dead)."""
     batch: int = 500
@@ -34,7 +34,8 @@ class Retention:
 
 
 def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
-    """Delete jobs finished longer ago than their retention; return how many."""
+    """Delete jobs finished longer ago than their retention, and schedule history entries older
+    than the failed jobs' retention; return how many jobs."""
     pruned = 0
     groups = (
         ((JobState.SUCCEEDED,), retention.succeeded),
@@ -46,6 +47,9 @@ def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
             pruned += deleted
             if deleted < retention.batch:
                 break
+    for _ in range(retention.max_batches):
+        if store.schedules.prune_history(now - retention.failed, retention.batch) < retention.batch:
+            break
     return pruned
 
 

@@ -20,6 +20,7 @@ from rota.core.model import NewJob, Schedule
 from rota.core.planner import plan
 from rota.errors import RotaError
 from rota.observe.events import EventLog
+from rota.runtime import actors
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.timer import Timer
 from rota.store.base import ScheduleStore
@@ -51,7 +52,7 @@ def fire_due(
             cron = Cron(schedule.spec.cron, schedule.spec.tz)
         except RotaError as error:
             events.emit("schedule.invalid", logging.ERROR, schedule=schedule.name, error=error)
-            store.disable([schedule.name], now)
+            store.disable([schedule.name], now, actors.SCHEDULER)
             continue
         decided = plan(
             cron,

@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rota.core import payload, values
+from rota.core import payload, schedule_edits, values
 from rota.core.cron import Cron
-from rota.core.model import ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.model import (
+    Schedule,
+    ScheduleAction,
+    ScheduleChange,
+    ScheduleSource,
+    ScheduleSpec,
+    ScheduleState,
+)
 from rota.core.names import check_name, name_problem
+from rota.core.schedule_edits import Edit
 from rota.enqueue import Target
-from rota.errors import ConfigError, ScheduleNotFound
+from rota.errors import ConfigError, InvalidArguments, ScheduleConflict, ScheduleNotFound
+from rota.runtime import actors
 from rota.runtime.parts import Parts
 from rota.runtime.scheduler import schedule_job
 from rota.store.base import ScheduleStore
@@ -42,22 +52,35 @@ def code_spec(definition: TaskDefinition, arguments: str) -> ScheduleSpec:
     )
 
 
+@dataclass(frozen=True)
+class Synced:
+    disabled: list[str]
+    """Code schedules no longer in code, now disabled."""
+    cleared: list[tuple[str, str, str]]
+    """Overrides ended by code whose rule changed (``override_cleared``): the schedule, the
+    override's rule and the code's new rule."""
+
+
 def sync_code_schedules(
     store: ScheduleStore,
     specs: Iterable[ScheduleSpec],
     own_tasks: Iterable[str],
     live_tasks: Iterable[str],
     now: datetime,
-) -> list[str]:
+) -> Synced:
     """Upsert the schedules code defines; disable code schedules code no longer defines.
 
     A code schedule is left alone when its task belongs to another live service sharing the
-    database (a live worker registers it and this process does not).  Returns the names
-    disabled.
+    database (a live worker registers it and this process does not).
     """
     defined = set()
+    cleared = []
     for spec in specs:
-        store.upsert(spec, Cron(spec.cron, spec.tz).first_run(now), now)
+        first_run = Cron(spec.cron, spec.tz).first_run(now)
+        _, edit = store.upsert(spec, first_run, now, actors.CODE)
+        if edit is not None and edit.action is ScheduleAction.OVERRIDE_CLEARED:
+            override = {"cron": spec.cron, "tz": spec.tz, **edit.old}
+            cleared.append((spec.name, rule(override), rule({"cron": spec.cron, "tz": spec.tz})))
         defined.add(spec.name)
     mine, elsewhere = set(own_tasks), set(live_tasks) - set(own_tasks)
     stale = [
@@ -67,8 +90,8 @@ def sync_code_schedules(
         and schedule.name not in defined
         and (schedule.spec.task in mine or schedule.spec.task not in elsewhere)
     ]
-    store.disable(stale, now)
-    return stale
+    store.disable(stale, now, actors.CODE)
+    return Synced(stale, cleared)
 
 
 class ScheduleControl:
@@ -83,21 +106,31 @@ class ScheduleControl:
         self.resolve = resolve
 
     def sync_code(self) -> None:
-        """Upsert the code's schedules, disable the removed ones (logged)."""
+        """Upsert the code's schedules, disable the removed ones (logged), and log each
+        override that a change of the code's rule ended."""
         now = self.clock.now()
         empty = payload.encode((), {})
         specs = [code_spec(task, empty) for task in self.registry if task.cron is not None]
         live = self.store.workers(now)
         live_tasks = {task for worker in live for task in worker.tasks}
-        disabled = sync_code_schedules(
+        synced = sync_code_schedules(
             self.store.schedules, specs, self.registry.names(), live_tasks, now
         )
-        for name in disabled:
+        for name in synced.disabled:
             self.events.emit(
                 "schedule.disabled",
                 logging.WARNING,
                 schedule=name,
                 reason="no longer defined in code",
+            )
+        for name, override, code in synced.cleared:
+            self.events.emit(
+                "schedule.override_cleared",
+                logging.WARNING,
+                schedule=name,
+                override=override,
+                code=code,
+                reason="the code's rule changed",
             )
 
     def define(
@@ -135,14 +168,79 @@ class ScheduleControl:
         existing = self.store.schedules.get(spec.name)
         if existing is not None and existing.spec.source is ScheduleSource.CODE:
             raise ConfigError(f"schedule {spec.name!r} is defined in code; give another name")
-        self.store.schedules.upsert(spec, checked.first_run(now), now)
+        self.store.schedules.upsert(spec, checked.first_run(now), now, actors.current())
         return spec.name
+
+    def update(self, name: str, cron: str | None, tz: str | None) -> Schedule:
+        """Change a live schedule's rule, from its first tick at or after now: an override of
+        a code schedule, an update of a runtime one.  A compare-and-set on the version read:
+        if the schedule changed meanwhile, ``ScheduleConflict`` and nothing is written."""
+        if cron is None and tz is None:
+            raise InvalidArguments("update_schedule needs cron=, tz= or both")
+        schedule = self.live(name, "change")
+        cron = schedule.spec.cron if cron is None else cron
+        tz = schedule.spec.tz if tz is None else tz
+        now = self.clock.now()
+        edit = schedule_edits.update(schedule, cron, tz, Cron(cron, tz).first_run(now))
+        return self._change(schedule, edit, now)
+
+    def reset(self, name: str) -> bool:
+        """End a code schedule's override: back to the code's rule from its first tick at or
+        after now.  ``False`` when the schedule is not overridden."""
+        schedule = self.live(name, "reset")
+        if not schedule.overridden:
+            return False
+        assert schedule.code_cron is not None and schedule.code_tz is not None
+        now = self.clock.now()
+        first_run = Cron(schedule.code_cron, schedule.code_tz).first_run(now)
+        self._change(schedule, schedule_edits.reset(schedule, first_run), now)
+        return True
+
+    def get(self, name: str) -> Schedule:
+        self.exists(name)
+        schedule = self.store.schedules.get(name)
+        if schedule is None:
+            raise ScheduleNotFound(f"schedule {name!r} does not exist")
+        return schedule
+
+    def history(self, name: str, limit: int | None) -> list[ScheduleChange]:
+        self.get(name)
+        return self.store.schedules.history_of(name, limit)
+
+    def live(self, name: str, verb: str) -> Schedule:
+        """The schedule, if it is active or paused; else the error saying why not."""
+        schedule = self.get(name)
+        if schedule.state not in LIVE_STATES:
+            raise ConfigError(f"schedule {name!r} is {schedule.state}: it cannot {verb}")
+        return schedule
+
+    def _change(self, schedule: Schedule, edit: Edit | None, now: datetime) -> Schedule:
+        if edit is None:
+            return schedule
+        store = self.store.schedules
+        changed = store.change(schedule.name, schedule.version, edit, actors.current(), now)
+        if changed is None:
+            self.live(schedule.name, "change")
+            raise ScheduleConflict(
+                f"schedule {schedule.name!r} was changed by someone else meanwhile; nothing "
+                "was written: read it again and repeat the change if it still applies"
+            )
+        self.events.emit(
+            f"schedule.{edit.action.value}",
+            schedule=schedule.name,
+            actor=actors.current(),
+            old=rule(edit.old),
+            new=rule(edit.new),
+            next_run_at=changed.next_run_at,
+        )
+        return changed
 
     def switch(self, name: str | None, target: ScheduleState, source: ScheduleState) -> int:
         """Move one schedule (or all, for ``None``) from ``source`` to ``target``: pause or
         cancel; resuming goes through ``resume``, which restarts the schedule's ticks."""
         self.exists(name)
-        changed = self.store.schedules.set_state(name, target, (source,))
+        now = self.clock.now()
+        changed = self.store.schedules.set_state(name, target, (source,), now, actors.current())
         self._found(name, changed)
         return changed
 
@@ -156,7 +254,7 @@ class ScheduleControl:
             for schedule in self.store.schedules.all((ScheduleState.PAUSED,))
             if name is None or schedule.name == name
         }
-        resumed = self.store.schedules.resume(next_runs, now)
+        resumed = self.store.schedules.resume(next_runs, now, actors.current())
         self._found(name, resumed)
         return resumed
 
@@ -164,8 +262,10 @@ class ScheduleControl:
         """``False`` when there is no such schedule, or it had ended."""
         if name_problem("schedule", name) is not None:
             return False
-        live = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
-        return bool(self.store.schedules.set_state(name, ScheduleState.CANCELLED, live))
+        cancelled, now = ScheduleState.CANCELLED, self.clock.now()
+        return bool(
+            self.store.schedules.set_state(name, cancelled, LIVE_STATES, now, actors.current())
+        )
 
     def run_now(self, name: str) -> int:
         self.exists(name)
@@ -185,3 +285,8 @@ class ScheduleControl:
     def _found(self, name: str | None, changed: int) -> None:
         if name is not None and not changed and self.store.schedules.get(name) is None:
             raise ScheduleNotFound(f"schedule {name!r} does not exist")
+
+
+def rule(values: Mapping[str, Any]) -> str:
+    """A rule as events show it: ``cron (tz)``."""
+    return f"{values.get('cron')} ({values.get('tz')})"

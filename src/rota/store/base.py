@@ -27,12 +27,14 @@ from rota.core.model import (
     Progress,
     ProgressReport,
     Schedule,
+    ScheduleChange,
     ScheduleSpec,
     ScheduleState,
     ScheduleStats,
     Stranded,
     WorkerInfo,
 )
+from rota.core.schedule_edits import Edit
 from rota.core.transitions import Transition
 
 MIGRATION_LOCK_TIMEOUT = 120.0
@@ -315,11 +317,21 @@ class Store(Protocol):
 
 
 class ScheduleStore(Protocol):
-    """Schedules by name; ``fire`` is the only way ticks become jobs."""
+    """Schedules by name; ``fire`` is the only way ticks become jobs.  Every change of a
+    schedule is written with its history entry, in one transaction, by ``actor``."""
 
-    def upsert(self, spec: ScheduleSpec, first_run: datetime, now: datetime) -> Schedule:
-        """Create by name or update the definition; a changed cron or tz, or a disabled
-        schedule coming back, restarts at ``first_run``.  Never creates a second row."""
+    def upsert(
+        self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
+    ) -> tuple[Schedule, Edit | None]:
+        """Create by name or update the definition (``core.schedule_edits.sync``); a changed
+        cron or tz, or a disabled schedule coming back, restarts at ``first_run``.  Never
+        creates a second row.  The schedule now, and the change made, if any."""
+        ...
+
+    def change(
+        self, name: str, version: int, edit: Edit, actor: str, now: datetime
+    ) -> Schedule | None:
+        """Apply ``edit`` if the schedule is live and still at ``version``; else ``None``."""
         ...
 
     def get(self, name: str) -> Schedule | None: ...
@@ -343,11 +355,30 @@ class ScheduleStore(Protocol):
         ...
 
     def set_state(
-        self, name: str | None, target: ScheduleState, sources: Sequence[ScheduleState]
+        self,
+        name: str | None,
+        target: ScheduleState,
+        sources: Sequence[ScheduleState],
+        now: datetime,
+        actor: str,
+        next_runs: Mapping[str, datetime] | None = None,
     ) -> int: ...
 
-    def resume(self, next_runs: Mapping[str, datetime], now: datetime) -> int: ...
+    def resume(self, next_runs: Mapping[str, datetime], now: datetime, actor: str) -> int: ...
 
-    def disable(self, names: Sequence[str], now: datetime) -> int: ...
+    def disable(self, names: Sequence[str], now: datetime, actor: str = "code") -> int: ...
+
+    def history_of(self, name: str, limit: int | None = None) -> list[ScheduleChange]:
+        """The schedule's changes, newest first."""
+        ...
+
+    def prune_history(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` history entries older than ``before``; how many."""
+        ...
+
+    def record_tick(self, name: str, failed: bool, threshold: int) -> str | None:
+        """Count a finished tick: ``"failing"`` when it makes ``threshold`` failures in a row,
+        ``"recovered"`` when a success ends a failing run; once per flip across the cluster."""
+        ...
 
     def stats(self) -> dict[str, ScheduleStats]: ...

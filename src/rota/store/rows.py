@@ -17,6 +17,8 @@ from rota.core.model import (
     NewJob,
     Progress,
     Schedule,
+    ScheduleAction,
+    ScheduleChange,
     ScheduleSource,
     ScheduleSpec,
     ScheduleState,
@@ -166,20 +168,6 @@ def to_worker(data: Mapping[Any, Any]) -> WorkerInfo:
     )
 
 
-def schedule_definition(spec: ScheduleSpec) -> dict[str, Any]:
-    """The columns code or ``Rota.schedule()`` owns; the rest is run state."""
-    return {
-        "name": spec.name,
-        "task": spec.task,
-        "cron": spec.cron,
-        "tz": spec.tz,
-        "payload": spec.payload,
-        "queue": spec.queue,
-        "priority": spec.priority,
-        "source": spec.source.value,
-    }
-
-
 def to_schedule(data: Mapping[Any, Any]) -> Schedule:
     spec = ScheduleSpec(
         name=data["name"],
@@ -198,7 +186,37 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule:
         last_run_at=data["last_run_at"],
         created_at=data["created_at"],
         updated_at=data["updated_at"],
+        code_cron=data["code_cron"],
+        code_tz=data["code_tz"],
+        version=data["version"],
+        failures=data["failures"],
+        failing=bool(data["failing"]),
     )
+
+
+def to_change(data: Mapping[Any, Any]) -> ScheduleChange:
+    return ScheduleChange(
+        schedule=data["schedule"],
+        at=data["at"],
+        action=ScheduleAction(data["action"]),
+        actor=data["actor"],
+        old=json.loads(data["old"]) if data["old"] else None,
+        new=json.loads(data["new"]) if data["new"] else None,
+    )
+
+
+def change_values(change: ScheduleChange) -> dict[str, Any]:
+    def encoded(value: Mapping[str, Any] | None) -> str | None:
+        return None if value is None else json.dumps(dict(value), sort_keys=True)
+
+    return {
+        "schedule": change.schedule,
+        "at": change.at,
+        "action": change.action.value,
+        "actor": change.actor,
+        "old": encoded(change.old),
+        "new": encoded(change.new),
+    }
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -1,4 +1,5 @@
-"""Schedule rows: upsert by name, pause/resume/cancel, and firing ticks exactly once.
+"""Schedule rows: upsert by name, edits as compare-and-set, pause/resume/cancel (each change
+with its history entry), firing ticks exactly once, and counting failed ticks for alerts.
 
 Firing is a compare-and-set on ``next_run_at`` followed by an insert that skips duplicates of
 the ``(schedule, scheduled_at)`` unique key, so any number of instances may fire the same
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, update
+from sqlalchemy import and_, case, false, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -19,63 +20,102 @@ from rota.core.model import (
     JobState,
     NewJob,
     Schedule,
+    ScheduleAction,
+    ScheduleChange,
     ScheduleSpec,
     ScheduleState,
     ScheduleStats,
 )
+from rota.core.schedule_edits import Edit, created, definition, sync
 from rota.store.database import Database
-from rota.store.rows import aware, job_values, schedule_definition, to_schedule
+from rota.store.history import ScheduleHistory
+from rota.store.rows import aware, job_values, to_schedule
 
 LIVE = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
+ACTIONS = {
+    ScheduleState.ACTIVE: ScheduleAction.RESUMED,
+    ScheduleState.PAUSED: ScheduleAction.PAUSED,
+    ScheduleState.CANCELLED: ScheduleAction.CANCELLED,
+    ScheduleState.DISABLED: ScheduleAction.DISABLED,
+}
 
 
 class SqlSchedules:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.schedules
+        self.history = ScheduleHistory(database)
 
-    def upsert(self, spec: ScheduleSpec, first_run: datetime, now: datetime) -> Schedule:
-        """Create the schedule, or bring its definition up to date.
-
-        A changed cron or time zone, or a schedule coming back from ``disabled``, starts again
-        at ``first_run``; paused and cancelled schedules keep their state.
-        """
+    def upsert(
+        self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
+    ) -> tuple[Schedule, Edit | None]:
+        """Create the schedule, or bring its definition up to date (``schedule_edits.sync``):
+        the schedule as it now is, and the change made (``None`` for none or a creation)."""
         table = self.table
-        definition = schedule_definition(spec)
 
-        def work(connection: Connection) -> Schedule:
+        def work(connection: Connection) -> tuple[Schedule, Edit | None]:
             row = connection.execute(
                 select(table).where(table.c.name == spec.name).with_for_update()
             ).first()
             if row is None:
                 values = {
-                    **definition,
+                    **definition(spec),
+                    "name": spec.name,
                     "state": ScheduleState.ACTIVE.value,
                     "next_run_at": first_run,
                     "created_at": now,
                     "updated_at": now,
                 }
                 statement = self.database.dialect.insert_ignoring_duplicates(table, [values])
-                connection.execute(statement)
+                if connection.execute(statement).rowcount:
+                    entry = ScheduleChange(
+                        spec.name, now, ScheduleAction.CREATED, actor, None, created(spec)
+                    )
+                    self.history.record(connection, [entry])
                 row = connection.execute(select(table).where(table.c.name == spec.name)).one()
-                return to_schedule(row._mapping)
-            changes = {
-                key: value for key, value in definition.items() if row._mapping[key] != value
-            }
-            restart = "cron" in changes or "tz" in changes
-            if row.state == ScheduleState.DISABLED.value:
-                changes["state"] = ScheduleState.ACTIVE.value
-                restart = True
-            if restart:
-                changes["next_run_at"] = first_run
-            if not changes:
-                return to_schedule(row._mapping)
-            changes["updated_at"] = now
-            connection.execute(update(table).where(table.c.id == row.id).values(changes))
-            updated = connection.execute(select(table).where(table.c.id == row.id)).one()
-            return to_schedule(updated._mapping)
+                return to_schedule(row._mapping), None
+            edit = sync(to_schedule(row._mapping), spec, first_run)
+            if edit is None:
+                return to_schedule(row._mapping), None
+            applied = self._apply(connection, spec.name, edit, actor, now)
+            assert applied is not None, "the row is locked"
+            return applied, edit
 
         return self.database.transaction(work)
+
+    def change(
+        self, name: str, version: int, edit: Edit, actor: str, now: datetime
+    ) -> Schedule | None:
+        """Apply ``edit`` to a live schedule still at ``version`` (compare-and-set): the schedule
+        as it now is, or ``None`` when it changed meanwhile, ended or does not exist."""
+        table = self.table
+
+        def work(connection: Connection) -> Schedule | None:
+            current = and_(table.c.version == version, table.c.state.in_(LIVE))
+            return self._apply(connection, name, edit, actor, now, current)
+
+        return self.database.transaction(work, idempotent=False)
+
+    def _apply(
+        self,
+        connection: Connection,
+        name: str,
+        edit: Edit,
+        actor: str,
+        now: datetime,
+        condition: ColumnElement[bool] | None = None,
+    ) -> Schedule | None:
+        """Write the edit's columns (a new version) and its history entry where the row meets
+        ``condition``; the row after, or ``None`` if it did not."""
+        table = self.table
+        where = table.c.name == name if condition is None else and_(table.c.name == name, condition)
+        values = {**edit.values, "version": table.c.version + 1, "updated_at": now}
+        if not connection.execute(update(table).where(where).values(values)).rowcount:
+            return None
+        entry = ScheduleChange(name, now, edit.action, actor, edit.old, edit.new)
+        self.history.record(connection, [entry])
+        row = connection.execute(select(table).where(table.c.name == name)).one()
+        return to_schedule(row._mapping)
 
     def get(self, name: str) -> Schedule | None:
         rows = self.database.fetch(select(self.table).where(self.table.c.name == name))
@@ -136,42 +176,89 @@ class SqlSchedules:
         return self.database.transaction(work)
 
     def set_state(
-        self, name: str | None, target: ScheduleState, sources: Sequence[ScheduleState]
+        self,
+        name: str | None,
+        target: ScheduleState,
+        sources: Sequence[ScheduleState],
+        now: datetime,
+        actor: str,
+        next_runs: Mapping[str, datetime] | None = None,
     ) -> int:
-        """Move schedules (one, or all when ``name`` is None) from any of ``sources``."""
+        """Move schedules (one, or all when ``name`` is None) from any of ``sources`` to
+        ``target``, each recorded in the history; with ``next_runs``, only those named there,
+        each starting again at its next run.  How many moved."""
         table = self.table
         condition: ColumnElement[bool] = table.c.state.in_([state.value for state in sources])
         if name is not None:
             condition = and_(condition, table.c.name == name)
-        statement = update(table).where(condition).values(state=target.value)
-        return self.database.write(statement, idempotent=False)
-
-    def resume(self, next_runs: Mapping[str, datetime], now: datetime) -> int:
-        """Paused schedules back to active from their next tick: missed ticks never run."""
-        table = self.table
+        if next_runs is not None:
+            condition = and_(condition, table.c.name.in_(sorted(next_runs)))
+        action = ACTIONS[target]
 
         def work(connection: Connection) -> int:
-            resumed = 0
-            for name, next_run in next_runs.items():
-                resumed += connection.execute(
-                    update(table)
-                    .where(table.c.name == name, table.c.state == ScheduleState.PAUSED.value)
-                    .values(state=ScheduleState.ACTIVE.value, next_run_at=next_run, updated_at=now)
-                ).rowcount
-            return resumed
+            rows = connection.execute(
+                select(table.c.name, table.c.state).where(condition).with_for_update()
+            ).all()
+            changes = []
+            for moving, state in rows:
+                values: dict[str, Any] = {"state": target.value, "updated_at": now}
+                if next_runs is not None:
+                    values["next_run_at"] = next_runs[moving]
+                connection.execute(update(table).where(table.c.name == moving).values(values))
+                old, new = {"state": state}, {"state": target.value}
+                changes.append(ScheduleChange(moving, now, action, actor, old, new))
+            self.history.record(connection, changes)
+            return len(rows)
 
         return self.database.transaction(work, idempotent=False)
 
-    def disable(self, names: Sequence[str], now: datetime) -> int:
+    def resume(self, next_runs: Mapping[str, datetime], now: datetime, actor: str) -> int:
+        """Paused schedules back to active from their next tick: missed ticks never run."""
+        if not next_runs:
+            return 0
+        paused = (ScheduleState.PAUSED,)
+        return self.set_state(None, ScheduleState.ACTIVE, paused, now, actor, next_runs)
+
+    def disable(self, names: Sequence[str], now: datetime, actor: str = "code") -> int:
         if not names:
             return 0
+        live = [ScheduleState(state) for state in LIVE]
+        return sum(self.set_state(name, ScheduleState.DISABLED, live, now, actor) for name in names)
+
+    def history_of(self, name: str, limit: int | None = None) -> list[ScheduleChange]:
+        return self.history.of(name, limit)
+
+    def prune_history(self, before: datetime, limit: int) -> int:
+        return self.history.prune(before, limit)
+
+    def record_tick(self, name: str, failed: bool, threshold: int) -> str | None:
+        """Count a tick's job that ended (failed or succeeded) against the schedule's run of
+        failures: ``"failing"`` when this failure makes ``threshold`` in a row, ``"recovered"``
+        when this success ends a failing run, else ``None``.  Each flip is a compare-and-set,
+        so one process of the cluster reports it."""
         table = self.table
-        statement = (
-            update(table)
-            .where(table.c.name.in_(names), table.c.state.in_(LIVE))
-            .values(state=ScheduleState.DISABLED.value, updated_at=now)
-        )
-        return self.database.write(statement)
+        named = table.c.name == name
+
+        def work(connection: Connection) -> str | None:
+            if not failed:
+                recovered = connection.execute(
+                    update(table).where(named, table.c.failing).values(failing=False, failures=0)
+                ).rowcount
+                if recovered:
+                    return "recovered"
+                connection.execute(
+                    update(table).where(named, table.c.failures > 0).values(failures=0)
+                )
+                return None
+            connection.execute(update(table).where(named).values(failures=table.c.failures + 1))
+            flipped = connection.execute(
+                update(table)
+                .where(named, table.c.failing == false(), table.c.failures >= threshold)
+                .values(failing=True)
+            ).rowcount
+            return "failing" if flipped else None
+
+        return self.database.transaction(work, idempotent=False)
 
     def stats(self) -> dict[str, ScheduleStats]:
         jobs = self.database.schema.jobs

@@ -26,6 +26,8 @@ from rota.core import cron
 from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
 
+ACTOR_LENGTH = LIMITS["actor"]
+"""Longest actor recorded in a schedule's history (``dashboard:<user>`` and the like)."""
 FLOW_KEY_LENGTH = 255
 """Longest concurrency or rate key stored; longer keys are stored as a digest."""
 
@@ -46,6 +48,7 @@ class Schema:
     queues: Table
     dependencies: Table
     limits: Table
+    schedule_history: Table
 
 
 def build_schema(prefix: str = "rota_") -> Schema:
@@ -119,6 +122,11 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("last_run_at", UtcDateTime, nullable=True),
         Column("created_at", UtcDateTime, nullable=False),
         Column("updated_at", UtcDateTime, nullable=False),
+        Column("code_cron", String(cron.MAX_LENGTH), nullable=True),
+        Column("code_tz", String(cron.MAX_ZONE_LENGTH), nullable=True),
+        Column("version", Integer, nullable=False, server_default=text("0")),
+        Column("failures", Integer, nullable=False, server_default=text("0")),
+        Column("failing", Boolean, nullable=False, server_default=false()),
         Index(f"uq_{prefix}schedules_name", "name", unique=True),
         Index(f"ix_{prefix}schedules_due", "state", "next_run_at"),
         **MYSQL_TABLE_OPTIONS,
@@ -155,6 +163,20 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Column("updated_at", UtcDateTime, nullable=True),
         **MYSQL_TABLE_OPTIONS,
     )
+    schedule_history = Table(
+        f"{prefix}schedule_history",
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("schedule", String(LIMITS["schedule"]), nullable=False),
+        Column("at", UtcDateTime, nullable=False),
+        Column("action", String(32), nullable=False),
+        Column("actor", String(ACTOR_LENGTH), nullable=False),
+        Column("old", LongText, nullable=True),
+        Column("new", LongText, nullable=True),
+        Index(f"ix_{prefix}schedule_history_schedule", "schedule", "id"),
+        Index(f"ix_{prefix}schedule_history_at", "at"),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -164,4 +186,5 @@ def build_schema(prefix: str = "rota_") -> Schema:
         queues=queues,
         dependencies=dependencies,
         limits=limits,
+        schedule_history=schedule_history,
     )

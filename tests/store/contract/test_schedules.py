@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime, timedelta
 
-from rota.core.model import NewJob, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.model import NewJob, Schedule, ScheduleSource, ScheduleSpec, ScheduleState
 from rota.core.transitions import OutcomeKind
 from rota.store import ScheduleStore, Store
 from tests.conftest import START
@@ -30,15 +30,22 @@ def spec(name: str = "nightly", cron: str = "0 3 * * *", tz: str = "UTC") -> Sch
     )
 
 
+def upsert(
+    schedules: ScheduleStore, definition: ScheduleSpec, first_run: datetime, now: datetime
+) -> Schedule:
+    """Upsert as code does at start; the schedule as it now is."""
+    return schedules.upsert(definition, first_run, now, "code")[0]
+
+
 def tick(at: datetime = START, name: str = "nightly") -> list[NewJob]:
     """The job of one tick, as the scheduler builds it."""
     return [new(schedule=name, scheduled_at=at)]
 
 
 def test_upsert_creates_by_name_and_never_a_second_row(schedules: ScheduleStore) -> None:
-    created = schedules.upsert(spec(), START + MINUTE, START)
+    created = upsert(schedules, spec(), START + MINUTE, START)
     assert (created.name, created.state, created.next_run_at) == ("nightly", ACTIVE, START + MINUTE)
-    again = schedules.upsert(spec(), START + 5 * MINUTE, START + MINUTE)
+    again = upsert(schedules, spec(), START + 5 * MINUTE, START + MINUTE)
     assert again == created, "an unchanged definition changes nothing, its next run included"
     assert [s.name for s in schedules.all()] == ["nightly"]
     assert schedules.get("nightly") == created
@@ -46,10 +53,10 @@ def test_upsert_creates_by_name_and_never_a_second_row(schedules: ScheduleStore)
 
 
 def test_a_changed_cron_or_zone_restarts_at_the_first_run_given(schedules: ScheduleStore) -> None:
-    schedules.upsert(spec(), START + MINUTE, START)
-    changed = schedules.upsert(spec(cron="0 4 * * *"), START + 2 * MINUTE, START)
+    upsert(schedules, spec(), START + MINUTE, START)
+    changed = upsert(schedules, spec(cron="0 4 * * *"), START + 2 * MINUTE, START)
     assert (changed.spec.cron, changed.next_run_at) == ("0 4 * * *", START + 2 * MINUTE)
-    zoned = schedules.upsert(spec(cron="0 4 * * *", tz="Asia/Shanghai"), START + 3 * MINUTE, START)
+    zoned = upsert(schedules, spec(cron="0 4 * * *", tz="Asia/Shanghai"), START + 3 * MINUTE, START)
     assert (zoned.spec.tz, zoned.next_run_at) == ("Asia/Shanghai", START + 3 * MINUTE)
 
 
@@ -57,12 +64,12 @@ def test_upsert_keeps_paused_and_cancelled_but_brings_back_disabled(
     schedules: ScheduleStore,
 ) -> None:
     for name in ("paused", "cancelled", "disabled"):
-        schedules.upsert(spec(name), START + MINUTE, START)
-    schedules.set_state("paused", PAUSED, (ACTIVE,))
-    schedules.set_state("cancelled", CANCELLED, (ACTIVE,))
+        upsert(schedules, spec(name), START + MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,), START, "test")
+    schedules.set_state("cancelled", CANCELLED, (ACTIVE,), START, "test")
     assert schedules.disable(["disabled"], START) == 1
     back = {
-        name: schedules.upsert(spec(name), START + 9 * MINUTE, START)
+        name: upsert(schedules, spec(name), START + 9 * MINUTE, START)
         for name in ("paused", "cancelled", "disabled")
     }
     assert {name: s.state for name, s in back.items()} == {
@@ -76,11 +83,11 @@ def test_upsert_keeps_paused_and_cancelled_but_brings_back_disabled(
 def test_due_lists_active_schedules_whose_time_came_earliest_first(
     schedules: ScheduleStore,
 ) -> None:
-    schedules.upsert(spec("late"), START, START)
-    schedules.upsert(spec("early"), START - MINUTE, START)
-    schedules.upsert(spec("future"), START + MINUTE, START)
-    schedules.upsert(spec("paused"), START - 2 * MINUTE, START)
-    schedules.set_state("paused", PAUSED, (ACTIVE,))
+    upsert(schedules, spec("late"), START, START)
+    upsert(schedules, spec("early"), START - MINUTE, START)
+    upsert(schedules, spec("future"), START + MINUTE, START)
+    upsert(schedules, spec("paused"), START - 2 * MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,), START, "test")
     assert [s.name for s in schedules.due(START, 10)] == ["early", "late"]
     assert [s.name for s in schedules.due(START, 1)] == ["early"]
     assert schedules.next_due() == START - MINUTE
@@ -89,7 +96,7 @@ def test_due_lists_active_schedules_whose_time_came_earliest_first(
 
 
 def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: ScheduleStore) -> None:
-    schedule = schedules.upsert(spec(), START, START)
+    schedule = upsert(schedules, spec(), START, START)
     assert schedules.fire(schedule, START + MINUTE, tick(), START)
     fired = schedules.get("nightly")
     assert fired is not None and (fired.next_run_at, fired.last_run_at) == (START + MINUTE, START)
@@ -101,7 +108,7 @@ def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: Sched
 def test_concurrent_fires_of_one_tick_enqueue_one_job(
     store: Store, schedules: ScheduleStore
 ) -> None:
-    schedule = schedules.upsert(spec(), START, START)
+    schedule = upsert(schedules, spec(), START, START)
     results: list[bool] = []
     start = threading.Barrier(4)
 
@@ -121,7 +128,7 @@ def test_concurrent_fires_of_one_tick_enqueue_one_job(
 def test_a_tick_whose_job_exists_is_skipped_but_the_schedule_advances(
     store: Store, schedules: ScheduleStore
 ) -> None:
-    schedule = schedules.upsert(spec(), START, START)
+    schedule = upsert(schedules, spec(), START, START)
     store.enqueue(tick(), START)  # another instance's job of the same tick
     assert schedules.fire(schedule, START + MINUTE, tick(), START)
     assert len(store.jobs()) == 1
@@ -130,21 +137,21 @@ def test_a_tick_whose_job_exists_is_skipped_but_the_schedule_advances(
 
 def test_set_state_moves_one_or_all_from_the_sources_given(schedules: ScheduleStore) -> None:
     for name in ("a", "b", "c"):
-        schedules.upsert(spec(name), START, START)
-    assert schedules.set_state("a", PAUSED, (ACTIVE,)) == 1
-    assert schedules.set_state("a", PAUSED, (ACTIVE,)) == 0
-    assert schedules.set_state("missing", PAUSED, (ACTIVE,)) == 0
-    assert schedules.set_state(None, PAUSED, (ACTIVE,)) == 2
-    assert schedules.set_state(None, CANCELLED, (ACTIVE, PAUSED)) == 3
+        upsert(schedules, spec(name), START, START)
+    assert schedules.set_state("a", PAUSED, (ACTIVE,), START, "test") == 1
+    assert schedules.set_state("a", PAUSED, (ACTIVE,), START, "test") == 0
+    assert schedules.set_state("missing", PAUSED, (ACTIVE,), START, "test") == 0
+    assert schedules.set_state(None, PAUSED, (ACTIVE,), START, "test") == 2
+    assert schedules.set_state(None, CANCELLED, (ACTIVE, PAUSED), START, "test") == 3
     assert {s.state for s in schedules.all()} == {CANCELLED}
 
 
 def test_resume_restarts_paused_schedules_at_their_next_run(schedules: ScheduleStore) -> None:
-    schedules.upsert(spec("paused"), START - MINUTE, START)
-    schedules.upsert(spec("active"), START - MINUTE, START)
-    schedules.set_state("paused", PAUSED, (ACTIVE,))
+    upsert(schedules, spec("paused"), START - MINUTE, START)
+    upsert(schedules, spec("active"), START - MINUTE, START)
+    schedules.set_state("paused", PAUSED, (ACTIVE,), START, "test")
     later = START + 10 * MINUTE
-    resumed = schedules.resume({"paused": later, "active": later, "missing": later}, START)
+    resumed = schedules.resume({"paused": later, "active": later, "missing": later}, START, "t")
     assert resumed == 1
     paused, active = schedules.get("paused"), schedules.get("active")
     assert paused is not None and (paused.state, paused.next_run_at) == (ACTIVE, later)
@@ -153,9 +160,9 @@ def test_resume_restarts_paused_schedules_at_their_next_run(schedules: ScheduleS
 
 def test_disable_retires_live_schedules_only(schedules: ScheduleStore) -> None:
     for name in ("a", "b", "gone"):
-        schedules.upsert(spec(name), START, START)
-    schedules.set_state("gone", CANCELLED, (ACTIVE,))
-    schedules.set_state("b", PAUSED, (ACTIVE,))
+        upsert(schedules, spec(name), START, START)
+    schedules.set_state("gone", CANCELLED, (ACTIVE,), START, "test")
+    schedules.set_state("b", PAUSED, (ACTIVE,), START, "test")
     assert schedules.disable([], START) == 0
     assert schedules.disable(["a", "b", "gone", "missing"], START) == 2
     assert [s.name for s in schedules.all((DISABLED,))] == ["a", "b"]

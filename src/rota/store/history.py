@@ -1,0 +1,45 @@
+"""Schedules' history: one row per change, written in the transaction that makes the change, so
+the history never claims a change that did not happen nor misses one that did."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.engine import Connection
+
+from rota.core.model import ScheduleChange
+from rota.store.database import Database
+from rota.store.rows import change_values, to_change
+
+
+class ScheduleHistory:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.table = database.schema.schedule_history
+
+    def record(self, connection: Connection, changes: Sequence[ScheduleChange]) -> None:
+        if changes:
+            connection.execute(insert(self.table), [change_values(change) for change in changes])
+
+    def of(self, name: str, limit: int | None) -> list[ScheduleChange]:
+        """The schedule's changes, newest first."""
+        table = self.table
+        query = select(table).where(table.c.schedule == name).order_by(table.c.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        return [to_change(row._mapping) for row in self.database.fetch(query)]
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` entries older than ``before``, oldest first; how many."""
+        table = self.table
+        oldest = select(table.c.id).where(table.c.at < before).order_by(table.c.id).limit(limit)
+
+        def work(connection: Connection) -> int:
+            ids = list(connection.execute(oldest).scalars())
+            if not ids:
+                return 0
+            return int(connection.execute(delete(table).where(table.c.id.in_(ids))).rowcount)
+
+        return self.database.transaction(work)
