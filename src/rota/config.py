@@ -38,6 +38,7 @@ class Settings(TypedDict, total=False):
     max_payload_bytes: int
     max_result_bytes: int
     max_snoozes: int
+    alert_after_failures: int | None
     queues: Mapping[str, int] | None
     succeeded_retention: timedelta | float
     failed_retention: timedelta | float
@@ -70,6 +71,9 @@ class RotaConfig:
     """The largest handler result kept, as JSON; a larger one fails its attempt."""
     max_snoozes: int = DEFAULT_MAX_SNOOZES
     """How many times a job may ``Snooze`` (a task's ``max_snoozes`` overrides it)."""
+    alert_after_failures: int | None = None
+    """Ticks in a row that fail before a schedule is *failing* (a task's own setting overrides
+    it); ``None``: no alerts unless a task asks for them."""
     queues: Mapping[str, int] | None = None
     """Queues with a concurrency of their own; a worker then serves exactly these."""
     succeeded_retention: timedelta = timedelta(days=7)
@@ -83,6 +87,8 @@ class RotaConfig:
         values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
         values.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
         values.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
+        if self.alert_after_failures is not None:
+            values.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
             values.seconds(getattr(self, name), ConfigError, name, positive=True)
         for name in ("read_timeout", "write_timeout", "keepalive"):

@@ -62,6 +62,10 @@ class TaskDefinition:
     whatever they say."""
     max_snoozes: int | None = None
     """How many times a job may ``Snooze``; ``None``: the ``Rota``'s ``max_snoozes``."""
+    alert_after_failures: int | None = None
+    """A schedule of the task whose last this many ticks failed is *failing*
+    (``schedule.failing``; ``schedule.recovered`` at the next success); ``None``: the
+    ``Rota``'s ``alert_after_failures``, which is off by default."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -80,6 +84,10 @@ class TaskDefinition:
         values.check_priority(self.priority, ConfigError, f"{label} priority")
         if self.max_snoozes is not None:
             values.check_int(self.max_snoozes, ConfigError, f"{label} max_snoozes", 0)
+        if self.alert_after_failures is not None:
+            values.check_int(
+                self.alert_after_failures, ConfigError, f"{label} alert_after_failures", 1
+            )
         for option in ("retry_on", "no_retry_on"):
             if getattr(self, option) is not None:
                 kinds = exception_types(getattr(self, option), ConfigError, f"{label} {option}")
@@ -168,6 +176,7 @@ class TaskOptions(TypedDict, total=False):
     retry_on: ExceptionTypes | type[BaseException] | None
     no_retry_on: ExceptionTypes | type[BaseException]
     max_snoozes: int | None
+    alert_after_failures: int | None
 
 
 class TaskRegistry:

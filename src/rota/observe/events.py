@@ -48,6 +48,12 @@ EVENTS = frozenset(
         "schedule.missed",
         "schedule.disabled",
         "schedule.invalid",
+        "schedule.updated",
+        "schedule.overridden",
+        "schedule.reset",
+        "schedule.override_cleared",
+        "schedule.failing",
+        "schedule.recovered",
         "jobs.pruned",
     }
 )

@@ -284,6 +284,7 @@ class Lifecycle:
             poll_interval=self.config.poll_interval,
             lease_seconds=self.config.lease_seconds,
             retention=self.retention(),
+            alert_after_failures=self.config.alert_after_failures,
         )
 
     def _executor(self, threads: HandlerThreads) -> Executor:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from rota.core.model import JobState
 from rota.core.transitions import rescue
 from rota.observe.events import EventLog
+from rota.runtime.alerts import TickAlerts
 from rota.runtime.executor import Executor
 from rota.store.base import Store
 
@@ -67,14 +68,25 @@ def prune_if_leased(
 
 
 def rescue_expired(
-    store: Store, executor: Executor, events: EventLog, now: datetime, batch: int
+    store: Store,
+    executor: Executor,
+    events: EventLog,
+    now: datetime,
+    batch: int,
+    alerts: TickAlerts | None = None,
 ) -> int:
-    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts)."""
+    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts).
+
+    Ticks that fail so count for ``alerts`` when every rescue of the batch applied (when another
+    rescuer won some, which ones is unknown: an alert may then come a tick late, never early)."""
     expired = store.expired_leases(now, batch)
     if not expired:
         return 0
     transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
     applied = store.rescue(transitions, now)
+    if alerts is not None and applied == len(transitions):
+        pairs = zip(expired, transitions, strict=True)
+        alerts.record([(job, transition) for job, transition in pairs])
     for job, transition in zip(expired, transitions, strict=True):
         overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
         events.job(

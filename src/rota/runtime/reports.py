@@ -34,7 +34,10 @@ class Reports:
         timer: Timer,
         max_backoff: float,
         finished: Callable[[Sequence[int]], None] | None = None,
+        written: Callable[[Sequence[Transition]], Awaitable[None]] | None = None,
     ) -> None:
+        """``finished`` hears the ids of the jobs a batch ended; ``written`` is then awaited
+        with the whole batch (the tick alerts count from it)."""
         self.worker_id = worker_id
         self.store = store
         self._db = db_call
@@ -42,6 +45,7 @@ class Reports:
         self.timer = timer
         self.max_backoff = max_backoff
         self.finished = finished
+        self.written = written
         self.pending: list[Transition] = []
         self._wake = asyncio.Event()
         self._closing = False
@@ -94,6 +98,8 @@ class Reports:
             raise
         if self.finished is not None:
             self.finished([transition.job_id for transition in batch if transition.finishes])
+        if self.written is not None:
+            await self.written(batch)
         if applied < len(batch):
             logger.warning(
                 "%d of %d finished jobs were no longer held by this worker (lease expired?)",

@@ -31,6 +31,8 @@ class WorkerSettings:
     prune_interval: float = 60.0
     retention: Retention = field(default_factory=Retention)
     max_backoff: float = 30.0
+    alert_after_failures: int | None = None
+    """The ``Rota``'s default; tasks may set their own."""
 
     @property
     def queues(self) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 from rota.core.model import ProgressReport
 from rota.core.transitions import lease_until
 from rota.observe.events import EventLog
+from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
 from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
@@ -36,8 +37,10 @@ class Upkeep:
         timer: Timer,
         lease_seconds: float,
         max_backoff: float,
+        alerts: TickAlerts | None = None,
     ) -> None:
         self.worker_id = worker_id
+        self.alerts = alerts
         self.store = store
         self.executor = executor
         self.events = events
@@ -91,7 +94,7 @@ class Upkeep:
     async def rescue_once(self, batch: int) -> int:
         now = self.executor.clock.now()
         count: int = await self._db(
-            rescue_expired, self.store, self.executor, self.events, now, batch
+            rescue_expired, self.store, self.executor, self.events, now, batch, self.alerts
         )
         return count
 

@@ -25,6 +25,7 @@ from rota.core.model import DrainResult, Job, JobState, WorkerInfo
 from rota.core.transitions import Transition, lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
+from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import SHUTDOWN, Executor
 from rota.runtime.reports import Reports
@@ -66,6 +67,9 @@ class Worker:
         self.clock = executor.clock
         self.timer = executor.timer
         self.id = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.alerts = TickAlerts(
+            store.schedules, executor.registry, events, settings.alert_after_failures
+        )
         self.upkeep = Upkeep(
             self.id,
             store,
@@ -75,6 +79,7 @@ class Worker:
             self.timer,
             settings.lease_seconds,
             settings.max_backoff,
+            self.alerts,
         )
         self._running: dict[int, Running] = {}
         self._busy = [0] * len(settings.pools)
@@ -90,7 +95,14 @@ class Worker:
         does, non-zero) so that a supervisor starts a working one."""
         self._report_loop: asyncio.Task[None] | None = None
         self.reports = Reports(
-            self.id, store, db_call, self.clock, self.timer, settings.max_backoff, finished
+            self.id,
+            store,
+            db_call,
+            self.clock,
+            self.timer,
+            settings.max_backoff,
+            finished,
+            self._written,
         )
         self._draining = False
         self._abandon = asyncio.Event()
@@ -349,8 +361,16 @@ class Worker:
                 self._wake.set()
 
     def _report(self, transition: Transition) -> None:
+        run = self._running.get(transition.job_id)
+        if run is not None:
+            self.alerts.note(run.job, transition)
         self.reports.add(transition)
         self._outcomes[transition.target] += 1
+
+    async def _written(self, batch: Sequence[Transition]) -> None:
+        ticks = self.alerts.written(batch)
+        if ticks:
+            await self._db(self.alerts.record, ticks)
 
     async def _stopped(self, handler: asyncio.Future[Any]) -> bool:
         """Whether an interrupted handler has really stopped; its slot stays taken until then.
