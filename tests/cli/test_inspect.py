@@ -186,6 +186,37 @@ def test_schedules_with_their_next_three_runs(rota: Rota, clock: FakeClock, cli:
     assert (facts["schedule"], facts["tick"]) == ("nightly", "2026-03-02 19:30:00Z")
 
 
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+def test_a_failing_schedule_is_marked_and_fails_the_check(rota: Rota, cli: Cli) -> None:
+    @rota.task(cron="*/5 * * * *")
+    def report(ctx: JobContext) -> None: ...
+
+    rota.drain()
+    assert cli("check").exit_code == 0
+    assert rota.store.schedules.record_tick("report", failed=True, threshold=1) == "failing"
+
+    listed = cli("schedules")
+    (row,) = listed.stdout.splitlines()[2:]
+    assert columns(row)[4] == "active (failing)"
+    (data,) = parsed(cli("schedules", "--json"))
+    assert data["failing"] is True and data["code_cron"] is None
+
+    checked = cli("check")
+    assert checked.exit_code == 1
+    assert "SCHEDULE_FAILING: schedule 'report' is failing" in checked.stderr
+    facts = dict(columns(line) for line in checked.stdout.split("\n\n")[0].splitlines())
+    assert facts["failing schedules"] == "1"
+    failing = checked.stdout.split("Failing schedules:")[1].splitlines()
+    assert [columns(line) for line in failing[3:]] == [["report", "report", "1 in a row"]]
+    data = parsed_failure(cli("check", "--json"))
+    assert data["ok"] is False
+    assert [(s["name"], s["failures"]) for s in data["failing_schedules"]] == [("report", 1)]
+    assert any("schedule 'report' is failing" in problem for problem in data["problems"])
+
+    rota.store.schedules.record_tick("report", failed=False, threshold=1)
+    assert cli("check").exit_code == 0, "recovered"
+
+
 def test_check_reports_server_schema_workers_and_stranded_jobs(
     db: Database, rota: Rota, cli: Cli
 ) -> None:

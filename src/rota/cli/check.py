@@ -1,4 +1,5 @@
-"""``rota check``: can this database run rota, and is any job waiting for a worker that is gone?"""
+"""``rota check``: can this database run rota, is any job waiting for a worker that is gone, and
+is any schedule failing?"""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
-from rota.core.model import Stranded, WorkerInfo
+from rota.core.model import Schedule, ScheduleState, Stranded, WorkerInfo
 from rota.display import NONE, span
 from rota.errors import ConfigError, RotaError
 from rota.store import head_revision
@@ -30,6 +31,9 @@ from rota.store.urls import describe_url, scrub
 
 EVER = datetime.min.replace(tzinfo=timezone.utc)
 """Every worker row is live at this moment: ``workers(EVER)`` lists the dead ones too."""
+LIVE = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
+"""A failing schedule that has ended (cancelled, disabled) runs no more ticks: not a problem."""
+SCHEDULE_FAILING = "SCHEDULE_FAILING"
 
 
 @dataclass
@@ -46,6 +50,8 @@ class Report:
     dead: list[WorkerInfo] = field(default_factory=list)
     """Workers that missed two heartbeats, whose rows the prune has not deleted yet."""
     stranded: list[Stranded] = field(default_factory=list)
+    failing: list[Schedule] = field(default_factory=list)
+    """Live schedules whose last ``alert_after_failures`` ticks failed (set by the workers)."""
     problems: list[str] = field(default_factory=list)
     checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
@@ -57,8 +63,9 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     """Check the database: server, driver, SKIP LOCKED, schema, live workers, stranded jobs.
 
     A job is stranded when it is pending and no live worker (one that missed fewer than two
-    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable or
-    its schema is missing or behind this version of rota.
+    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable,
+    its schema is missing or behind this version of rota, or a schedule is failing (its last
+    alert_after_failures ticks failed), naming each such schedule.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -96,6 +103,12 @@ def examine(rota: Rota, report: Report) -> None:
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
     report.stranded = store.stranded(report.checked_at)
+    report.failing = [schedule for schedule in store.schedules.all(LIVE) if schedule.failing]
+    report.problems += [
+        f"{SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its last "
+        f"{schedule.failures} tick(s) failed"
+        for schedule in report.failing
+    ]
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -114,6 +127,15 @@ def as_dict(report: Report) -> dict[str, Any]:
         "workers": [worker_dict(report, worker) for worker in report.workers],
         "dead_workers": [worker_dict(report, worker) for worker in report.dead],
         "stranded_jobs": [asdict(row) for row in report.stranded],
+        "failing_schedules": [
+            {
+                "name": schedule.name,
+                "task": schedule.spec.task,
+                "failures": schedule.failures,
+                "next_run_at": schedule.next_run_at,
+            }
+            for schedule in report.failing
+        ],
         "checked_at": report.checked_at,
     }
 
@@ -156,6 +178,7 @@ def show(report: Report) -> None:
         facts.append(("live workers", str(len(report.workers))))
         facts.append(("dead workers", str(len(report.dead))))
         facts.append(("stranded jobs", str(sum(row.pending for row in report.stranded))))
+        facts.append(("failing schedules", str(len(report.failing))))
     items: list[RenderableType] = [pairs(facts)]
     for title, listed in (("Live workers:", report.workers), ("Dead workers:", report.dead)):
         if listed:
@@ -170,6 +193,11 @@ def show(report: Report) -> None:
         for row in report.stranded:
             jobs.add_row(row.task, row.queue, str(row.pending), row.reason)
         items += ["", "Pending jobs no live worker can run:", jobs]
+    if report.failing:
+        failing = Grid(Column("schedule", NAME), Column("task", NAME, drop=1), Column("failed"))
+        for schedule in report.failing:
+            failing.add_row(schedule.name, schedule.spec.task, f"{schedule.failures} in a row")
+        items += ["", "Failing schedules:", failing]
     render(*items)
 
 

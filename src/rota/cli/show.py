@@ -173,7 +173,11 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
 @database_options
 @json_option
 def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
-    """List cron schedules with their next runs (times in each schedule's zone)."""
+    """List cron schedules with their next runs (times in each schedule's zone).
+
+    An overridden code schedule shows the code's rule beside the one in force; a schedule whose
+    last ticks failed in a row is marked failing.
+    """
     with connected(url, table_prefix) as rota:
         now = rota.clock.now()
         found = rota.store.schedules.all()
@@ -202,15 +206,32 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
         rows.add_row(
             schedule.name,
             schedule.spec.task,
-            schedule.spec.cron,
+            cron_cell(schedule),
             schedule.spec.tz,
-            schedule.state.value,
+            state_cell(schedule),
             [local(tick, tz) for tick in upcoming] or NONE,
             when(stat.last_run),
             str(stat.runs),
             str(stat.failures),
         )
     render(rows)
+
+
+def cron_cell(schedule: Schedule) -> str:
+    """The cron in force; while overridden, the code's rule beside it (its zone too, when the
+    override changed that), since the code no longer says what runs."""
+    cron = schedule.spec.cron
+    if not schedule.overridden:
+        return cron
+    code = str(schedule.code_cron)
+    if schedule.code_tz != schedule.spec.tz:
+        code += f" in {schedule.code_tz}"
+    return f"{cron} (override; code: {code})"
+
+
+def state_cell(schedule: Schedule) -> str:
+    """The state, with ``(failing)`` after the schedule's last ticks failed in a row."""
+    return f"{schedule.state.value} (failing)" if schedule.failing else schedule.state.value
 
 
 def next_runs(schedule: Schedule, now: datetime) -> list[datetime]:
@@ -279,7 +300,10 @@ def schedule_dict(schedule: Schedule, stats: ScheduleStats, now: datetime) -> di
         "task": spec.task,
         "cron": spec.cron,
         "tz": spec.tz,
+        "code_cron": schedule.code_cron,
+        "code_tz": schedule.code_tz,
         "state": schedule.state.value,
+        "failing": schedule.failing,
         "source": spec.source.value,
         "queue": spec.queue,
         "priority": spec.priority,
