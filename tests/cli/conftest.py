@@ -17,8 +17,10 @@ Cli = Callable[..., Result]
 
 @pytest.fixture
 def cli(db: Database) -> Cli:
-    def run(*args: str) -> Result:
-        result = CliRunner().invoke(main, [*args, "--url", db.url, "--table-prefix", db.prefix])
+    def run(*args: str, input: str | None = None) -> Result:
+        """``input`` is what the user types at the command's prompts."""
+        url = ["--url", db.url, "--table-prefix", db.prefix]
+        result = CliRunner().invoke(main, [*args, *url], input=input)
         assert "\x1b[" not in result.output, "no colour codes when not a terminal"
         return result
 

@@ -152,6 +152,7 @@ COMMANDS = [
     "jobs",
     "job",
     "schedules",
+    "schedule",
     "retry",
     "cancel",
     "pause",
@@ -159,18 +160,26 @@ COMMANDS = [
     "run-now",
     "dashboard",
 ]
+SUBCOMMANDS = {"schedule": ["edit", "history", "reset"]}
 
 
 def test_every_command_has_help_listed_in_order() -> None:
     runner = CliRunner()
-    overview = runner.invoke(main, ["--help"])
-    assert overview.exit_code == 0
-    listed = [line.split()[0] for line in overview.stdout.split("Commands:")[1].splitlines()[1:]]
-    assert listed == COMMANDS
-    for command in COMMANDS:
-        result = runner.invoke(main, [command, "--help"])
+
+    def listed(*group: str) -> list[str]:
+        overview = runner.invoke(main, [*group, "--help"])
+        assert overview.exit_code == 0, overview.output
+        return [line.split()[0] for line in overview.stdout.split("Commands:")[1].splitlines()[1:]]
+
+    assert listed() == COMMANDS
+    commands = [[command] for command in COMMANDS if command not in SUBCOMMANDS]
+    for group, subcommands in SUBCOMMANDS.items():
+        assert listed(group) == subcommands
+        commands += [[group, subcommand] for subcommand in subcommands]
+    for command in commands:
+        result = runner.invoke(main, [*command, "--help"])
         assert result.exit_code == 0, result.output
-        if command not in ("worker", "demo", "dashboard"):
+        if command[0] not in ("worker", "demo", "dashboard"):
             assert "--url" in result.stdout and "--table-prefix" in result.stdout
 
 
@@ -188,6 +197,8 @@ def test_every_command_has_help_listed_in_order() -> None:
         ["jobs", "--url", "not a database url"],
         ["jobs", "--url", "sqlite:///x.db", "--table-prefix", "no-dashes!"],
         ["check", "--url", "oracle://scott:tiger@db/orcl"],
+        ["schedule", "edit", "nightly"],
+        ["schedule", "history", "nightly", "--limit", "0"],
     ],
 )
 def test_usage_errors_exit_2(arguments: list[str]) -> None:

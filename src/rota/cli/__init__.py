@@ -13,6 +13,7 @@ from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
 from rota.cli.dashboard import dashboard
 from rota.cli.loading import load_app
+from rota.cli.schedule import schedule
 from rota.cli.show import job, jobs, schedules
 from rota.observe.logs import configure_logging
 
@@ -41,6 +42,7 @@ for command in (
     jobs,
     job,
     schedules,
+    schedule,
     retry,
     cancel,
     pause,

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 else:  # click is generic only from 8.2 on
     IntParamType = click.ParamType
 CONNECT_TIMEOUT = 5.0
+ACTOR = "cli"
+"""Who the schedules' history says made the changes that go through ``connected``."""
 URL_FILE = "rota.url_file"
 ARGV_WARNING = (
     "rota: warning: --url puts the database password on the command line, where other users "
@@ -200,7 +202,10 @@ def reaching(rota: Rota) -> Iterator[None]:
 
 @contextlib.contextmanager
 def connected(url: str | None, table_prefix: str) -> Iterator[Rota]:
-    """A ``Rota`` on a reachable database whose schema is current; its connections closed after."""
+    """A ``Rota`` on a reachable database whose schema is current; its connections closed after.
+
+    Every command that changes a schedule reaches it through here, so this is where the changes
+    are recorded as the CLI's (actor ``cli``) rather than each command naming itself."""
     target = url or default_url()
     rota = build_rota(target, table_prefix)
     try:
@@ -210,7 +215,8 @@ def connected(url: str | None, table_prefix: str) -> Iterator[Rota]:
             problem = rota.store.schema_status().problem
             if problem is not None:
                 raise fail(problem)
-            yield rota
+            with rota.acting_as(ACTOR):
+                yield rota
     finally:
         rota.store.dispose()
 
