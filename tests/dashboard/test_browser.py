@@ -1,4 +1,4 @@
-"""The dashboard in a real browser: headless Chromium finds a failed job and retries it.
+"""The dashboard in a real browser: headless Chromium retries a failed job and edits a schedule.
 
 Needs Debian's Chromium at /usr/bin/chromium and the ``playwright`` package (no downloaded
 browsers).  Without them the module is skipped, unless ``CI=true``, where it fails.
@@ -155,6 +155,61 @@ def test_pausing_a_schedule_named_like_a_path_pauses_only_itself(tmp_path: Path)
     finally:
         sql_store(rota).engine.dispose()
     assert (state(hostile), state("victim")) == ("paused", "active")
+
+
+def test_edit_a_schedule_from_the_browser(tmp_path: Path) -> None:
+    """Typing a cron previews its runs; saving moves the next run; a bad cron is refused with
+    its error on the form and nothing written."""
+    clock = FakeClock(datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc))
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db", clock=clock)
+
+    @rota.task(cron="*/5 * * * *", tz="Europe/Berlin")
+    def tick(ctx: JobContext) -> None: ...
+
+    rota.drain()
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            from playwright.sync_api import expect
+
+            page.goto(f"{base}/schedules")
+            page.locator('tr[id="schedule-tick"]').get_by_role("link", name="tick").click()
+            page.wait_for_url(f"{base}/schedules/tick/edit")
+            preview = page.locator("form.edit-schedule .preview")
+            expect(preview).to_contain_text("2026-03-02 10:05+01:00")
+
+            cron = page.get_by_label("Cron")
+            cron.clear()
+            cron.press_sequentially("30 12 * * *", delay=15)  # one preview asked per key
+            expect(preview.locator("tbody tr").first).to_have_text(
+                "2026-03-02 12:30+01:00" + "2026-03-02 11:30+00:00"
+            )
+            expect(preview.locator("tbody tr")).to_have_count(5)
+            with page.expect_navigation():  # to the page's load: its script listens again
+                page.get_by_role("button", name="Save").click()
+            next_run = page.locator("dd.next-run")
+            expect(next_run).to_contain_text("2026-03-02 12:30+01:00 (2026-03-02 11:30+00:00)")
+            expect(page.locator(".overridden").first).to_be_visible()
+            assert page.url == f"{base}/schedules/tick/edit"
+
+            cron.fill("61 * * * *")
+            error = preview.locator(".rule-error")
+            expect(error).to_contain_text("bad minute field")
+            expect(cron).to_have_attribute("aria-invalid", "true")
+            with page.expect_navigation():
+                page.get_by_role("button", name="Save").click()
+            expect(page.locator(".form-error")).to_contain_text(
+                "Not saved: invalid cron expression '61 * * * *': bad minute field"
+            )
+            expect(cron).to_have_value("61 * * * *")
+            expect(next_run).to_contain_text("2026-03-02 12:30+01:00")
+    finally:
+        sql_store(rota).engine.dispose()
+    schedule = rota.get_schedule("tick")
+    assert (schedule.spec.cron, schedule.code_cron, schedule.version) == (
+        "30 12 * * *",
+        "*/5 * * * *",
+        1,
+    )
 
 
 SCREENSHOTS = os.environ.get("ROTA_SCREENSHOTS")

@@ -10,8 +10,6 @@ segments as a browser does, and the form is posted, hidden fields and all, to a 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit
 
 import httpx
@@ -22,6 +20,7 @@ from starlette.routing import Mount
 from rota import JobContext, Rota
 from rota.core.model import ScheduleState
 from rota.dashboard import create_app
+from tests.dashboard.forms import Forms
 from tests.dashboard.serving import serving
 
 with warnings.catch_warnings():
@@ -46,50 +45,6 @@ NAMES = [
     "ünïcødé/日本",
     "victim",  # pressed last, so that a button of another name reaching it shows
 ]
-
-
-@dataclass
-class Form:
-    action: str
-    button: str
-    fields: dict[str, str] = field(default_factory=dict)
-
-
-class Forms(HTMLParser):
-    """The forms of a page by the ``id`` of the table row they are in, and its links."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__()
-        self.rows: dict[str, list[Form]] = {}
-        self.links: list[str] = []
-        self._row = ""
-        self._form: Form | None = None
-        self._in_button = False
-        self.feed(html)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attributes = {name: value or "" for name, value in attrs}
-        if tag == "tr":
-            self._row = attributes.get("id", "")
-        elif tag == "form":
-            self._form = Form(attributes["action"], "")
-            self.rows.setdefault(self._row, []).append(self._form)
-        elif tag == "input" and self._form is not None:
-            self._form.fields[attributes["name"]] = attributes.get("value", "")
-        elif tag == "button":
-            self._in_button = True
-        elif tag == "a" and "href" in attributes:
-            self.links.append(attributes["href"])
-
-    def handle_data(self, data: str) -> None:
-        if self._in_button and self._form is not None:
-            self._form.button += data.strip()
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "button":
-            self._in_button = False
-        elif tag == "form":
-            self._form = None
 
 
 def press(client: httpx.Client, page: str, name: str, button: str) -> httpx.Response:

@@ -2,8 +2,9 @@
 
 ``DashboardApp`` holds one dashboard's ``Rota``, keys and templates, and its methods are the
 endpoints; ``create_app`` builds one and returns its Starlette app.  What the pages show is in
-``rota.dashboard.views``, what ``/metrics`` says in ``rota.dashboard.metrics``; the security
-choices are in ``rota.dashboard.security`` and ``rota.dashboard.sessions``.
+``rota.dashboard.views``, a schedule's page and its edits in ``rota.dashboard.editing``, what
+``/metrics`` says in ``rota.dashboard.metrics``; the security choices are in
+``rota.dashboard.security`` and ``rota.dashboard.sessions``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from rota.app import Rota
 from rota.core.clock import Clock
 from rota.dashboard import metrics, views
+from rota.dashboard.editing import ScheduleEditing
 from rota.dashboard.paths import base_path, here, referrer, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
@@ -49,7 +51,8 @@ REFUSALS = {
 }
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-Work = Callable[[Request, dict[str, str]], str | None]
+Work = Callable[[Request, dict[str, str]], Response | str | None]
+"""An action's work: ``None`` when done, a refusal message, or the page to answer with."""
 
 
 def job_id_of(request: Request) -> int:
@@ -68,6 +71,7 @@ class DashboardApp:
         self.keys = keys
         self.renderer = Renderer(self.keys)
         self.registry = metrics.registry(rota)
+        self.editing = ScheduleEditing(rota, self.renderer)
 
     # -- the guard -----------------------------------------------------------------------------
 
@@ -157,7 +161,8 @@ class DashboardApp:
     # -- actions -------------------------------------------------------------------------------
 
     def action(self, work: Work, back: str) -> Endpoint:
-        """A POST endpoint: CSRF check, ``work`` (a refusal message or ``None``), redirect.
+        """A POST endpoint: CSRF check, ``work`` (a refusal message, a page, or ``None``) acting
+        as the caller, redirect.
 
         ``back``, a path inside the dashboard filled in from the path's parameters, is where the
         redirect goes when neither the form's ``next`` nor the Referer says where.
@@ -173,12 +178,23 @@ class DashboardApp:
                     "The form's CSRF token is missing or wrong. Reload the page and try again.",
                 )
             fallback = base_path(request) + back.format_map(request.path_params)
-            refusal = await run_in_threadpool(work, request, fields)
-            if refusal is not None:
-                return self.renderer.error(request, 409, "Not applicable", refusal)
+            actor = f"dashboard:{self.keys.caller(request)}"
+            outcome = await run_in_threadpool(self.acting, actor, work, request, fields)
+            if isinstance(outcome, Response):
+                return outcome
+            if outcome is not None:
+                return self.renderer.error(request, 409, "Not applicable", outcome)
             return RedirectResponse(referrer(request, fields.get("next", ""), fallback), 303)
 
         return endpoint
+
+    def acting(
+        self, actor: str, work: Work, request: Request, fields: dict[str, str]
+    ) -> Response | str | None:
+        """``work``, its changes recorded in schedules' histories as ``actor``; entered in the
+        thread that runs it, so the actor does not depend on the pool copying context."""
+        with self.rota.acting_as(actor):
+            return work(request, fields)
 
     def retry(self, request: Request, form: dict[str, str]) -> str | None:
         job_id = job_id_of(request)
@@ -304,6 +320,10 @@ class DashboardApp:
             post("/queues/pause", partial(self.switch_queue, pause=True), "/"),
             post("/queues/resume", partial(self.switch_queue, pause=False), "/"),
             Route("/schedules", self.schedules),
+            Route("/preview", self.editing.preview),
+            Route("/schedules/{name:path}/edit", self.editing.page),
+            post("/schedules/{name:path}/edit", self.editing.save, "/schedules"),
+            post("/schedules/{name:path}/reset", self.editing.reset, "/schedules"),
             post("/schedules/{name:path}/pause", self.pause_schedule, "/schedules"),
             post("/schedules/{name:path}/resume", self.resume_schedule, "/schedules"),
             post("/schedules/{name:path}/run-now", self.run_schedule, "/schedules"),

@@ -21,6 +21,9 @@ Security choices, and why:
   cookie's own random value (signed double-submit), which is what the login form carries.
 * Redirects after an action go only to a path inside the dashboard, never to a URL a request
   supplies, so an action cannot become an open redirect (``rota.dashboard.paths``).
+* A change made from the dashboard is recorded as ``dashboard:<caller>`` (``Keys.caller``): a
+  digest of the login session, ``token`` or an application's user name, never a secret itself,
+  since a schedule's history is shown to every user and kept in the database.
 * Every response says ``Cache-Control: no-store``: pages show jobs' arguments and errors, which
   no shared cache or browser history should keep.
 """
@@ -31,6 +34,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+import unicodedata
 from datetime import timedelta
 from enum import Enum
 from urllib.parse import parse_qsl
@@ -52,11 +56,14 @@ MAX_FORM_BYTES = 16_384
 MAX_FORM_FIELDS = 50
 MIN_TOKEN_LENGTH = 16
 NO_STORE = {"Cache-Control": "no-store"}
+MAX_USER_LENGTH = 200
+"""Of an enclosing application's user name in an actor (at most 255 characters in all)."""
 
 SECURITY_HEADERS = {
+    # connect-src: the schedule form's preview fetches /preview, from this origin only.
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -121,6 +128,13 @@ def client_of(request: Request) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     return str(address)
+
+
+def printable(name: str, limit: int = MAX_USER_LENGTH) -> str:
+    """``name`` without control, format or unpaired surrogate characters, trimmed and cut to
+    ``limit``: an application's user name made fit to be an actor's."""
+    kept = "".join(char for char in name if unicodedata.category(char)[0] != "C")
+    return kept.strip()[:limit].strip()
 
 
 def bearer(request: Request) -> str | None:
@@ -192,6 +206,24 @@ class Keys:
             return Who.NOBODY
         self.throttle.succeeded(client)
         return who
+
+    def caller(self, request: Request) -> str:
+        """Who the request's changes are recorded as (``dashboard:<caller>`` in a schedule's
+        history), never a secret: the user an enclosing application authenticated (Starlette's
+        ``request.user``), else ``session-`` and a digest of the login's nonce (the nonce is
+        random, so its digest says nothing of the token), else ``token`` for the Bearer token,
+        else ``anonymous`` (a dashboard without a token).  Call it on admitted requests only."""
+        user = request.scope.get("user")
+        if getattr(user, "is_authenticated", False):
+            shown = printable(str(getattr(user, "display_name", "") or ""))
+            if shown:
+                return shown
+        session = self.session(request)
+        if session is not None:
+            return f"session-{hashlib.sha256(session.encode()).hexdigest()[:12]}"
+        if self.token is not None and bearer(request) is not None:
+            return "token"
+        return "anonymous"
 
     def retry_after(self, request: Request) -> int:
         """Whole seconds before the throttled client of ``request`` may try again."""
