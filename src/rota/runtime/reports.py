@@ -47,6 +47,7 @@ class Reports:
         self.finished = finished
         self.written = written
         self.pending: list[Transition] = []
+        self._writing: Sequence[Transition] = ()
         self._wake = asyncio.Event()
         self._closing = False
 
@@ -55,7 +56,9 @@ class Reports:
         self._wake.set()
 
     def held(self) -> list[int]:
-        return [transition.job_id for transition in self.pending]
+        """Jobs whose outcome waits to be written or is being written: still ``running`` in
+        the table under this worker's lease, though their handlers have ended."""
+        return [transition.job_id for transition in (*self._writing, *self.pending)]
 
     def close(self) -> None:
         """Write what is left, then let ``writing`` end."""
@@ -91,11 +94,14 @@ class Reports:
         batch, self.pending = self.pending, []
         if not batch:
             return
+        self._writing = batch
         try:
             applied = await self._db(self.store.complete, self.worker_id, batch, self.clock.now())
         except BaseException:
             self.pending[:0] = batch
             raise
+        finally:
+            self._writing = ()
         if self.finished is not None:
             self.finished([transition.job_id for transition in batch if transition.finishes])
         if self.written is not None:
