@@ -1,4 +1,6 @@
-"""Two real worker processes with a ``* * * * *`` schedule on MariaDB: one run per minute."""
+"""Two real worker processes with a ``* * * * *`` schedule on MariaDB: the next minute's tick
+runs once, within two seconds of its time (one real minute boundary; the fake-clock tests cover
+many ticks)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -22,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.timeout(240)
-def test_two_workers_run_each_minute_once(mariadb: Database) -> None:
+@pytest.mark.timeout(150)
+def test_two_workers_run_the_next_minute_once(mariadb: Database) -> None:
     env = {**os.environ, "ROTA_TEST_URL": mariadb.url, "ROTA_TEST_PREFIX": mariadb.prefix}
     engine = mariadb.engine()
     runs = runs_table(mariadb.prefix)
@@ -36,7 +39,10 @@ def test_two_workers_run_each_minute_once(mariadb: Database) -> None:
 
     started = datetime.now(timezone.utc)
     first = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    boundaries = [first, first + timedelta(minutes=1)]
+    if first - started < timedelta(seconds=10):  # too close for the workers to be up by then
+        time.sleep((first - started).total_seconds() + 0.5)
+        first += timedelta(minutes=1)
+    boundaries = [first]
     workers = [
         subprocess.Popen(
             [
@@ -57,10 +63,10 @@ def test_two_workers_run_each_minute_once(mariadb: Database) -> None:
     try:
         wait_until(
             lambda: (
-                datetime.now(timezone.utc) > boundaries[1] + timedelta(seconds=5)
-                and len(recorded()) >= 2
+                datetime.now(timezone.utc) > boundaries[-1] + timedelta(seconds=5)
+                and len(recorded()) >= len(boundaries)
             ),
-            timeout=150,
+            timeout=90,
             every=0.5,
         )
     finally:
