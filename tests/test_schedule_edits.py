@@ -237,9 +237,18 @@ def test_bad_edits_are_refused_with_typed_errors_and_write_nothing(
         rota.reset_schedule("\x00")
     assert rota.get_schedule("report") == before
     assert len(rota.schedule_history("report")) == 1
+    with pytest.raises(ScheduleConflict):
+        rota.update_schedule("report", cron=EVERY_10, version=before.version + 1)
+    with pytest.raises(ScheduleConflict):
+        rota.reset_schedule("report", version=before.version + 1)
+    with pytest.raises(InvalidArguments):
+        rota.update_schedule("report", cron=EVERY_10, version=-1)
     rota.cancel("report")
     with pytest.raises(ConfigError, match="cancelled"):
         rota.update_schedule("report", cron=EVERY_10)
+    with pytest.raises(ConfigError, match="cancelled: it cannot run now"):
+        rota.run_now("report")
+    assert len(rota.schedule_history("report")) == 2, "created, cancelled: nothing else"
     with pytest.raises(InvalidArguments), rota.acting_as(""):
         pass
 

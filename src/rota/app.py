@@ -134,19 +134,26 @@ class Rota:
         return name
 
     def update_schedule(
-        self, name: str, cron: str | None = None, tz: str | None = None
+        self,
+        name: str,
+        cron: str | None = None,
+        tz: str | None = None,
+        *,
+        version: int | None = None,
     ) -> Schedule:
         """Change a schedule's cron and/or time zone for every process (seen within one poll),
         from its first tick at or after now.  For a schedule defined in code this is an
         override: it survives restarts and lasts until ``reset_schedule`` or until the code's
-        own rule changes.  ``ScheduleConflict`` if it changed meanwhile (nothing written)."""
-        schedule = self._ready(lambda: self._schedules.update(name, cron, tz))
+        own rule changes.  ``ScheduleConflict`` if it changed meanwhile, or is no longer at
+        the ``version`` given (the one a form or prompt showed): nothing is written then."""
+        schedule = self._ready(lambda: self._schedules.update(name, cron, tz, version))
         self._life.wake_scheduler()
         return schedule
 
-    def reset_schedule(self, name: str) -> bool:
-        """End a code schedule's override (back to the code's rule); ``False`` if it had none."""
-        reset = self._ready(lambda: self._schedules.reset(name))
+    def reset_schedule(self, name: str, *, version: int | None = None) -> bool:
+        """End a code schedule's override (back to the code's rule); ``False`` if it had none;
+        ``ScheduleConflict`` if it is no longer at ``version``."""
+        reset = self._ready(lambda: self._schedules.reset(name, version))
         self._life.wake_scheduler()
         return reset
 

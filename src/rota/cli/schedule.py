@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from rota.app import Rota
 from rota.cli.common import connected, database_options, emit_json, fail, json_option, pairs, render
 from rota.cli.control import say
 from rota.cli.tables import NAME, WORDS, Column, Grid
@@ -24,7 +23,6 @@ from rota.core import schedule_edits
 from rota.core.cron import Cron, zone
 from rota.core.model import Schedule, ScheduleAction, ScheduleChange, ScheduleSource, ScheduleState
 from rota.display import NONE, local, when
-from rota.errors import ScheduleConflict
 
 PREVIEW_RUNS = 5
 HISTORY_LIMIT = 50
@@ -78,9 +76,10 @@ def edit(
             say(f"schedule {name!r} already runs {ruled(cron, tz)}: nothing to change")
             return
         show_edit(current, change, preview(rule, now))
-        if not assume_yes:
-            confirm(rota, current)
-        changed = rota.update_schedule(name, cron=cron, tz=tz)
+        if not assume_yes and not click.confirm("Change it?", default=False):
+            raise fail(f"schedule {name!r} not changed")
+        # At the version shown: a change made while the question was open is a conflict.
+        changed = rota.update_schedule(name, cron=cron, tz=tz, version=current.version)
     say(outcome(changed, change.action))
 
 
@@ -111,17 +110,6 @@ def show_edit(current: Schedule, change: schedule_edits.Edit, runs: list[datetim
         cells = [when(tick)] if tz == "UTC" else [local(tick, local_zone), when(tick)]
         runs_grid.add_row(*cells)
     render(pairs(facts), "", f"next {len(runs)} runs:", runs_grid)
-
-
-def confirm(rota: Rota, shown: Schedule) -> None:
-    """Ask; then make sure the schedule is still the one shown before it is changed."""
-    if not click.confirm("Change it?", default=False):
-        raise fail(f"schedule {shown.name!r} not changed")
-    if rota.get_schedule(shown.name).version != shown.version:
-        raise ScheduleConflict(
-            f"schedule {shown.name!r} was changed by someone else while you were asked; "
-            "nothing was written: run the edit again to see its rule now"
-        )
 
 
 def outcome(changed: Schedule, action: ScheduleAction) -> str:

@@ -2,9 +2,9 @@
 override.
 
 Saving is refused, with nothing written, unless the form was loaded from the version of the
-schedule now in the database: the form carries that version, compared here before
-``update_schedule`` is called (which is itself a compare-and-set on the version it reads), so a
-change someone else made after the form was loaded is never silently overwritten.  A refused
+schedule now in the database: the form carries that version, and ``update_schedule`` /
+``reset_schedule`` compare-and-set on it, so a change someone else made after the form was
+loaded is never silently overwritten.  A refused
 form is shown again with the values typed and the reason (the cron error, or the change made
 meanwhile), so nothing typed is lost.  The actions run through ``DashboardApp.action``: CSRF
 checked, inside ``rota.acting_as("dashboard:<caller>")``, and back to the page when saved.
@@ -50,10 +50,10 @@ class ScheduleEditing:
         """Change the schedule's rule (an override, for a schedule code defines); the page
         again, with the reason, when the form is stale or the rule cannot be saved."""
         name, form = name_of(request), EditForm.of(fields)
-        if form.version != self.rota.get_schedule(name).version:
+        if form.version is None:
             return self.refuse(request, form, 409, stale=True)
         try:
-            self.rota.update_schedule(name, cron=form.cron, tz=form.tz)
+            self.rota.update_schedule(name, cron=form.cron, tz=form.tz, version=form.version)
         except (InvalidCron, InvalidTimezone) as error:
             return self.refuse(request, form, 400, problem=f"Not saved: {error}")
         except ScheduleConflict:
@@ -68,10 +68,10 @@ class ScheduleEditing:
         name, seen = name_of(request), EditForm.of(fields).version
         schedule = self.rota.get_schedule(name)
         shown = EditForm(schedule.spec.cron, schedule.spec.tz, seen)
-        if seen != schedule.version:
+        if seen is None:
             return self.refuse(request, shown, 409, stale=True)
         try:
-            if not self.rota.reset_schedule(name):
+            if not self.rota.reset_schedule(name, version=seen):
                 return f"schedule {name!r} is not overridden: it already follows its code"
         except ScheduleConflict:
             return self.refuse(request, shown, 409, stale=True)

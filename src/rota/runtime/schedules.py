@@ -171,23 +171,26 @@ class ScheduleControl:
         self.store.schedules.upsert(spec, checked.first_run(now), now, actors.current())
         return spec.name
 
-    def update(self, name: str, cron: str | None, tz: str | None) -> Schedule:
+    def update(
+        self, name: str, cron: str | None, tz: str | None, version: int | None = None
+    ) -> Schedule:
         """Change a live schedule's rule, from its first tick at or after now: an override of
-        a code schedule, an update of a runtime one.  A compare-and-set on the version read:
-        if the schedule changed meanwhile, ``ScheduleConflict`` and nothing is written."""
+        a code schedule, an update of a runtime one.  A compare-and-set on the version read
+        (or on ``version``, the one the caller showed its user): if the schedule changed
+        meanwhile, ``ScheduleConflict`` and nothing is written."""
         if cron is None and tz is None:
             raise InvalidArguments("update_schedule needs cron=, tz= or both")
-        schedule = self.live(name, "change")
+        schedule = self.seen_at(self.live(name, "change"), version)
         cron = schedule.spec.cron if cron is None else cron
         tz = schedule.spec.tz if tz is None else tz
         now = self.clock.now()
         edit = schedule_edits.update(schedule, cron, tz, Cron(cron, tz).first_run(now))
         return self._change(schedule, edit, now)
 
-    def reset(self, name: str) -> bool:
+    def reset(self, name: str, version: int | None = None) -> bool:
         """End a code schedule's override: back to the code's rule from its first tick at or
         after now.  ``False`` when the schedule is not overridden."""
-        schedule = self.live(name, "reset")
+        schedule = self.seen_at(self.live(name, "reset"), version)
         if not schedule.overridden:
             return False
         assert schedule.code_cron is not None and schedule.code_tz is not None
@@ -212,6 +215,18 @@ class ScheduleControl:
         schedule = self.get(name)
         if schedule.state not in LIVE_STATES:
             raise ConfigError(f"schedule {name!r} is {schedule.state}: it cannot {verb}")
+        return schedule
+
+    @staticmethod
+    def seen_at(schedule: Schedule, version: int | None) -> Schedule:
+        """The schedule, if it is still at the ``version`` the caller read (any, for None)."""
+        if version is not None:
+            values.check_int(version, InvalidArguments, "version", 0)
+            if version != schedule.version:
+                raise ScheduleConflict(
+                    f"schedule {schedule.name!r} was changed by someone else since it was read "
+                    f"(now at version {schedule.version}, not {version}); nothing was written"
+                )
         return schedule
 
     def _change(self, schedule: Schedule, edit: Edit | None, now: datetime) -> Schedule:
@@ -268,10 +283,9 @@ class ScheduleControl:
         )
 
     def run_now(self, name: str) -> int:
-        self.exists(name)
-        schedule = self.store.schedules.get(name)
-        if schedule is None:
-            raise ScheduleNotFound(f"schedule {name!r} does not exist")
+        """One job of a live schedule now (a paused one too: a manual run while its ticks are
+        held); a cancelled or disabled schedule is refused, it has no rule in force."""
+        schedule = self.live(name, "run now")
         now = self.clock.now()
         (job_id,) = self.store.enqueue([schedule_job(schedule, now, self.registry, None)], now)
         return job_id
