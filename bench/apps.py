@@ -24,3 +24,15 @@ async def noop(ctx: JobContext) -> None:
 async def sleep10(ctx: JobContext) -> None:
     """I/O-bound work: 10 ms of waiting, which concurrency should overlap."""
     await asyncio.sleep(0.01)
+
+
+@app.task(retries=0)
+async def keyed(ctx: JobContext, key: int) -> None:
+    """10 ms of waiting, with a key, as ``keyed_limited`` but without a limit."""
+    await asyncio.sleep(0.01)
+
+
+@app.task(retries=0, concurrency_limit=1, concurrency_key="k:{key}")
+async def keyed_limited(ctx: JobContext, key: int) -> None:
+    """At most one job per key runs at once across every worker (bench/flow.py)."""
+    await asyncio.sleep(0.01)

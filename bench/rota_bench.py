@@ -52,13 +52,20 @@ def fresh(config: Config, backend: str) -> Iterator[tuple[Rota, str, str]]:
     @rota.task(name="sleep10", retries=0)
     async def sleep10(ctx: JobContext) -> None: ...
 
+    @rota.task(name="keyed", retries=0)
+    async def keyed(ctx: JobContext, key: int) -> None: ...
+
+    @rota.task(name="keyed_limited", retries=0, concurrency_limit=1, concurrency_key="k:{key}")
+    async def keyed_limited(ctx: JobContext, key: int) -> None: ...
+
     rota.jobs()
     try:
         yield rota, url, prefix
     finally:
+        schema = rota.store.schema
         with rota.store.engine.begin() as connection:
-            for table in ("jobs", "workers", "schedules", "alembic_version"):
-                connection.execute(text(f"DROP TABLE IF EXISTS {prefix}{table}"))
+            schema.metadata.drop_all(connection)
+            connection.execute(text(f"DROP TABLE IF EXISTS {prefix}alembic_version"))
         rota.store.engine.dispose()
 
 

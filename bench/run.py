@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import rota_bench
+from bench import flow, rota_bench
 from bench.common import Config, Result
 from bench.report import chart, ratios, table
 
@@ -42,6 +42,8 @@ def rota_scenarios(config: Config, backend: str) -> list[Callable[[], list[Resul
         lambda: rota_bench.queries_per_job(config, backend),
         lambda: rota_bench.history(config, backend),
     ]
+    if backend != "sqlite":
+        steps.append(lambda: flow.flow_limits(config, backend))
     return steps
 
 
