@@ -333,10 +333,8 @@ class ScheduleSpec:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A persisted cron rule; its ``name`` is its public id.
-
-    ``spec.cron`` and ``spec.tz`` are the rule in force.  While a code schedule is overridden
-    (``Rota.update_schedule``), ``code_cron`` and ``code_tz`` keep what the code says.
+    """A persisted cron rule; ``name`` is its public id, ``spec.cron``/``tz`` the rule in force;
+    while a code schedule is overridden, ``code_cron``/``code_tz`` keep what the code says.
     ``version`` grows with every change of the rule, so that edits are compare-and-set."""
 
     spec: ScheduleSpec
@@ -349,7 +347,7 @@ class Schedule:
     code_tz: str | None = None
     version: int = 0
     failures: int = 0
-    """Ticks in a row whose job failed, counted for tasks with ``alert_after_failures``."""
+    """Ticks in a row whose job failed (``alert_after_failures``)."""
     failing: bool = False
 
     @property
