@@ -1,4 +1,4 @@
-"""Turn benchmark results into the table, the rota/peer ratios and the chart."""
+"""Turn benchmark results into the table, the rota/peer and rota/bare-SQL ratios and the chart."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def ratios(results: list[Result]) -> str:
         "|---|---|---|---|---|---:|---:|---:|",
     ]
     for peer in results:
-        if peer.system == "rota" or peer.value <= 0 or peer.unit not in ("jobs/s",):
+        if peer.system in ("rota", "bare") or peer.value <= 0 or peer.unit not in ("jobs/s",):
             continue
         same = rota.get(_key(peer))
         mine = same.value if same else best_rota.get((peer.scenario, peer.backend, peer.metric))
@@ -52,6 +52,40 @@ def ratios(results: list[Result]) -> str:
             f"| {peer.system} | {peer.backend} | {peer.scenario} | {peer.metric} | {settings} | "
             f"{peer.value:,.0f} | {mine:,.0f} | {mine / peer.value:.2f}x |"
         )
+    return "\n".join(lines)
+
+
+BARE_COUNTERPARTS = {
+    "throughput": ({"processes": 1, "concurrency": 50}, {"processes": 1, "concurrency": 200})
+}
+"""The rota runs each bare figure is set against: for the claim loop, one worker process at
+concurrency 50 and 200 (issue 18's target 1); enqueue figures are compared as they are."""
+
+
+def baselines(results: list[Result]) -> str:
+    """rota ÷ bare SQL, each pair measured in the same run on the same backend."""
+    lines = [
+        "| backend | scenario | metric | rota settings | bare SQL | rota | rota/bare |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for bare in results:
+        if bare.system != "bare" or bare.value <= 0:
+            continue
+        for wanted in BARE_COUNTERPARTS.get(bare.scenario, ({},)):
+            for mine in results:
+                same = (mine.scenario, mine.backend, mine.metric) == (
+                    bare.scenario,
+                    bare.backend,
+                    bare.metric,
+                )
+                if mine.system != "rota" or not same:
+                    continue
+                if any(mine.params.get(key) != value for key, value in wanted.items()):
+                    continue
+                lines.append(
+                    f"| {bare.backend} | {bare.scenario} | {bare.metric} | {_label(mine)} | "
+                    f"{bare.value:,.0f} | {mine.value:,.0f} | {mine.value / bare.value:.2f} |"
+                )
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""rota's own scenarios: enqueue, throughput, latency, history scale and footprint.
+"""rota's own scenarios: throughput, latency, history scale and footprint (enqueue, measured
+beside bare SQL, is in ``bench.bare``).
 
 Workers run as ``rota worker bench.apps:app`` subprocesses, as users deploy them; figures are
 read from the jobs table (``started_at`` is set by the claim, ``finished_at`` by the report), so
@@ -106,29 +107,6 @@ def wait_for(rota: Rota, total: int, timeout: float, engine: Engine | None = Non
         if time.monotonic() > deadline:
             raise TimeoutError(f"only {done} of {total} jobs finished")
         time.sleep(0.2)
-
-
-def enqueue(config: Config, backend: str) -> list[Result]:
-    single = 300 if config.quick else 2_000
-    with fresh(config, backend) as (rota, _, _):
-        with stopwatch() as took:
-            for _ in range(single):
-                rota.queue("noop")
-        with stopwatch() as took_many:
-            for _ in range(0, config.jobs, 1_000):
-                rota.queue_many([Enqueue("noop") for _ in range(1_000)])
-    return [
-        Result("enqueue", "rota", backend, "single", single / took[0], "jobs/s"),
-        Result(
-            "enqueue",
-            "rota",
-            backend,
-            "batch",
-            config.jobs / took_many[0],
-            "jobs/s",
-            {"batch": 1_000},
-        ),
-    ]
 
 
 def throughput(
