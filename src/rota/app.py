@@ -20,7 +20,15 @@ from typing_extensions import Unpack
 from rota.config import RotaConfig, Settings, default_url
 from rota.core import values
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import Counts, DrainResult, Job, JobStatus, Schedule, ScheduleChange
+from rota.core.model import (
+    FINISHED_WINDOW,
+    Counts,
+    DrainResult,
+    Job,
+    JobStatus,
+    Schedule,
+    ScheduleChange,
+)
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
 from rota.observe.events import EventLog, Hook
@@ -296,11 +304,13 @@ class Rota:
         job, newest first: every one of them, or the newest ``limit`` jobs."""
         if limit is not None:
             values.check_int(limit, InvalidArguments, "limit", 0)
-        return self._ready(lambda: statuses(self.store, limit))
+        return self._ready(lambda: statuses(self.store, limit, self.clock.now()))
 
     def counts(self) -> Counts:
-        """Exact job counts by state, queue and task, from one aggregate query."""
-        return self._ready(self.store.counts)
+        """Job counts by state, queue and task: exact for pending, paused and running jobs;
+        finished jobs of the last ``FINISHED_WINDOW`` (24 hours) only, so that the call stays
+        an index read however long the history kept."""
+        return self._ready(lambda: self.store.counts(self.clock.now() - FINISHED_WINDOW))
 
     async def start(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 
-from rota.core.model import Job, JobState, JobStatus, Schedule, ScheduleState, ScheduleStats
+from rota.core.model import (
+    FINISHED_WINDOW,
+    Job,
+    JobState,
+    JobStatus,
+    Schedule,
+    ScheduleState,
+    ScheduleStats,
+)
 from rota.store.base import Store
 
 
@@ -46,12 +55,13 @@ def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
     )
 
 
-def statuses(store: Store, limit: int | None) -> list[JobStatus]:
+def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     """A status per schedule (disabled ones aside), then per pending, paused or running job,
-    newest first: every one of them, or the newest ``limit`` jobs."""
+    newest first: every one of them, or the newest ``limit`` jobs.  A schedule's runs and
+    failures are those of its ticks in the ``FINISHED_WINDOW`` before ``now``."""
     shown = (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
     schedules = store.schedules.all(shown)
-    stats = store.schedules.stats() if schedules else {}
+    stats = store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
     live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
     active = store.jobs(states=live, limit=limit) if limit != 0 else []
     paused = store.paused_queues() if active else set()

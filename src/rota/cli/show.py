@@ -27,7 +27,7 @@ from rota.cli.common import (
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
-from rota.core.model import Job, JobState, Schedule, ScheduleState, ScheduleStats
+from rota.core.model import FINISHED_WINDOW, Job, JobState, Schedule, ScheduleState, ScheduleStats
 from rota.display import NONE, local, progress, took, when
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
@@ -181,7 +181,7 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
     with connected(url, table_prefix) as rota:
         now = rota.clock.now()
         found = rota.store.schedules.all()
-        stats = rota.store.schedules.stats() if found else {}
+        stats = rota.store.schedules.stats(now - FINISHED_WINDOW) if found else {}
     if as_json:
         emit_json([schedule_dict(s, stats.get(s.name, ScheduleStats()), now) for s in found])
         return

@@ -249,25 +249,38 @@ class JobStatus:
     """The schedule's last ``alert_after_failures`` ticks failed."""
 
 
+FINISHED_WINDOW = timedelta(hours=24)
+"""How far back figures about finished jobs reach: ``Rota.counts()``'s finished states, a
+schedule's runs and failures, and the dashboard's chart.  Counting every finished job ever kept
+would read the whole history (millions of rows); the last day is read from an index whose range
+grows with the jobs finished per day, not with retention."""
+
+
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """Exact job counts from ``Rota.counts()``, every state present (zero when none).
+    """Job counts from ``Rota.counts()``, every state present (zero when none).
 
     ``by_state`` maps a state to its count; ``by_queue`` and ``by_task`` map a queue or task
     name to such a mapping. Keys are the states' strings (``JobState`` members look up alike).
+    Pending, paused and running jobs are counted exactly; finished ones (succeeded, failed,
+    cancelled) only if they finished at or after ``finished_since`` (``FINISHED_WINDOW`` ago),
+    so that the count costs the same with five thousand or five million jobs of history.
     """
 
     by_state: dict[str, int]
     by_queue: dict[str, dict[str, int]]
     by_task: dict[str, dict[str, int]]
+    finished_since: datetime | None = None
 
     @property
     def total(self) -> int:
         return sum(self.by_state.values())
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, str, str, int]]) -> Counts:
-        """From ``(state, queue, task, count)`` rows, as one GROUP BY gives them."""
+    def from_rows(
+        cls, rows: Iterable[tuple[str, str, str, int]], finished_since: datetime | None = None
+    ) -> Counts:
+        """From ``(state, queue, task, count)`` rows, as GROUP BY gives them."""
         by_state = _zeros()
         by_queue: dict[str, dict[str, int]] = {}
         by_task: dict[str, dict[str, int]] = {}
@@ -278,7 +291,8 @@ class Counts:
                 by_task.setdefault(task, _zeros()),
             ):
                 counted[state] = counted.get(state, 0) + count
-        return cls(by_state, dict(sorted(by_queue.items())), dict(sorted(by_task.items())))
+        by_queue, by_task = dict(sorted(by_queue.items())), dict(sorted(by_task.items()))
+        return cls(by_state, by_queue, by_task, finished_since)
 
 
 def _zeros() -> dict[str, int]:
@@ -391,7 +405,9 @@ class ScheduleChange:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleStats:
-    """What the jobs table remembers of one schedule (within the retention period)."""
+    """What the jobs table tells of one schedule: ``runs`` (ticks started) and ``failures``
+    among the ticks of the last ``FINISHED_WINDOW``, the jobs of its ticks ``running`` now, and
+    when its newest started tick started (``last_run``), however old."""
 
     runs: int = 0
     failures: int = 0

@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 from rota.app import Rota
 from rota.core.cron import Cron, zone
 from rota.core.model import (
+    FINISHED_WINDOW,
     MAX_JOB_ID,
     Job,
     JobState,
@@ -199,7 +200,7 @@ def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     hours = chart_hours(now)
-    counts = rota.store.counts()
+    counts = rota.store.counts(now - FINISHED_WINDOW)
     paused = rota.store.paused_queues()
     empty = dict.fromkeys(counts.by_state, 0)
     return {
@@ -306,7 +307,7 @@ def describe(schedule: Schedule) -> str:
 def schedules_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     schedules = rota.store.schedules.all()
-    stats = rota.store.schedules.stats() if schedules else {}
+    stats = rota.store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
     last_jobs = rota.store.last_scheduled() if stats else {}
     rows = []
     for schedule in schedules:

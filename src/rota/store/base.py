@@ -148,8 +148,8 @@ class Store(Protocol):
         """Insert jobs as ``pending``, all or none; return their ids in the order given.
 
         With ``connection`` they are written in the caller's open transaction; otherwise in a
-        transaction of their own, never repeated after a lost connection (it may have
-        committed).
+        transaction of their own, repeated after a lost connection only when it was lost
+        before the ``COMMIT`` was sent, never during it (it may have committed).
         """
         ...
 
@@ -207,8 +207,10 @@ class Store(Protocol):
         """Apply rescue transitions to jobs whose lease is still expired; return how many."""
         ...
 
-    def counts(self) -> Counts:
-        """Exact job counts by state, by queue and by task."""
+    def counts(self, finished_since: datetime) -> Counts:
+        """Job counts by state, by queue and by task: every pending, paused and running job,
+        and the jobs that finished at or after ``finished_since`` (``Counts``), each read from
+        an index."""
         ...
 
     def job(self, job_id: int) -> Job | None:
@@ -381,4 +383,7 @@ class ScheduleStore(Protocol):
         ``"recovered"`` when a success ends a failing run; once per flip across the cluster."""
         ...
 
-    def stats(self) -> dict[str, ScheduleStats]: ...
+    def stats(self, since: datetime) -> dict[str, ScheduleStats]:
+        """Every schedule's ``ScheduleStats``, runs and failures counted over the ticks
+        scheduled at or after ``since``."""
+        ...

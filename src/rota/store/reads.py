@@ -23,6 +23,8 @@ from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
 
 FINISHED = [state for state in JobState if state.is_final]
+FINAL = [state.value for state in FINISHED]
+LIVE = [state.value for state in JobState if not state.is_final]
 SUMMARY = [
     *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
     *("schedule", "lease_owner", "errors", "progress", "progress_note"),
@@ -134,12 +136,27 @@ class SqlReads:
             query = query.where(table.c.queue == queue)
         return query
 
-    def counts(self) -> Counts:
-        """Jobs per state, queue and task, counted by the database in one GROUP BY."""
+    def counts(self, finished_since: datetime) -> Counts:
+        """Live jobs per state, queue and task, exactly, from the claim index's ``state``
+        range; finished ones since ``finished_since`` from the finished index alone.  Two
+        GROUP BYs in one transaction, so a job finishing between them is not counted twice."""
         jobs = self.table
         columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
-        rows = self.database.fetch(select(*columns, func.count()).group_by(*columns))
-        return Counts.from_rows((state, queue, task, int(n)) for state, queue, task, n in rows)
+        live = select(*columns, func.count()).where(jobs.c.state.in_(LIVE)).group_by(*columns)
+        finished = (
+            select(*columns, func.count())
+            .where(jobs.c.finished_at >= finished_since, jobs.c.state.in_(FINAL))
+            .group_by(*columns)
+        )
+
+        def work(connection: Connection) -> list[tuple[str, str, str, int]]:
+            return [
+                (state, queue, task, int(n))
+                for query in (live, finished)
+                for state, queue, task, n in connection.execute(query)
+            ]
+
+        return Counts.from_rows(self.database.transaction(work), finished_since)
 
     def waiting_queues(self) -> set[str]:
         """Queues with pending or paused jobs, read from the claim index."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, false, func, select, update
+from sqlalchemy import and_, false, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -260,20 +260,37 @@ class SqlSchedules:
 
         return self.database.transaction(work, idempotent=False)
 
-    def stats(self) -> dict[str, ScheduleStats]:
-        jobs = self.database.schema.jobs
-        query = (
-            select(
-                jobs.c.schedule,
-                func.count(jobs.c.started_at),
-                func.sum(case((jobs.c.state == JobState.FAILED.value, 1), else_=0)),
-                func.sum(case((jobs.c.state == JobState.RUNNING.value, 1), else_=0)),
-                func.max(jobs.c.started_at),
-            )
-            .where(jobs.c.schedule.is_not(None))
+    def stats(self, since: datetime) -> dict[str, ScheduleStats]:
+        """Per schedule, from its newest ticks only: each figure is a correlated subquery on
+        the ``(schedule, scheduled_at)`` unique index, bounded by ``since`` (runs, failures)
+        or stopping at the newest started tick (``last_run``), so the cost does not grow with
+        the ticks kept; running jobs are counted from the claim index's ``running`` range."""
+        jobs, table = self.database.schema.jobs, self.table
+        mine = jobs.c.schedule == table.c.name
+        recent = (mine, jobs.c.scheduled_at >= since)
+        failed = jobs.c.state == JobState.FAILED.value
+        last = jobs.c.started_at.is_not(None)
+        per_schedule = select(
+            table.c.name,
+            select(func.count(jobs.c.started_at)).where(*recent).scalar_subquery(),
+            select(func.count()).select_from(jobs).where(*recent, failed).scalar_subquery(),
+            select(jobs.c.started_at)
+            .where(mine, last)
+            .order_by(jobs.c.scheduled_at.desc())
+            .limit(1)
+            .scalar_subquery(),
+        )
+        running = (
+            select(jobs.c.schedule, func.count())
+            .where(jobs.c.state == JobState.RUNNING.value, jobs.c.schedule.is_not(None))
             .group_by(jobs.c.schedule)
         )
-        return {
-            name: ScheduleStats(int(runs), int(failed or 0), int(running or 0), aware(last))
-            for name, runs, failed, running, last in self.database.fetch(query)
-        }
+
+        def work(connection: Connection) -> dict[str, ScheduleStats]:
+            counted = {name: int(n) for name, n in connection.execute(running)}
+            return {
+                name: ScheduleStats(int(runs), int(failures), counted.get(name, 0), aware(at))
+                for name, runs, failures, at in connection.execute(per_schedule)
+            }
+
+        return self.database.transaction(work)

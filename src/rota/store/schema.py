@@ -31,6 +31,11 @@ ACTOR_LENGTH = LIMITS["actor"]
 FLOW_KEY_LENGTH = 255
 """Longest concurrency or rate key stored; longer keys are stored as a digest."""
 
+FINISHED_INDEX = ("finished_at", "state", "queue", "task")
+"""The finished-jobs index holds what counting them groups by, so the windowed counts and the
+dashboard's chart read the index alone, never a row; the prune's oldest-first scan uses its
+first column."""
+
 MYSQL_TABLE_OPTIONS: dict[str, Any] = {
     "mysql_engine": "InnoDB",
     "mysql_charset": "utf8mb4",
@@ -85,7 +90,7 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
-        Index(f"ix_{prefix}jobs_finished", "finished_at"),
+        Index(f"ix_{prefix}jobs_finished", *FINISHED_INDEX),
         Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
         Index(f"uq_{prefix}jobs_unique_key", "task", "unique_key", unique=True),
         **MYSQL_TABLE_OPTIONS,

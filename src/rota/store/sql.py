@@ -194,8 +194,8 @@ class SqlStore:
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
         return self._reads.finished_per_period(bounds)
 
-    def counts(self) -> Counts:
-        return self._reads.counts()
+    def counts(self, finished_since: datetime) -> Counts:
+        return self._reads.counts(finished_since)
 
     def waiting_queues(self) -> set[str]:
         return self._reads.waiting_queues()

@@ -120,7 +120,7 @@ def test_a_missing_schema_is_named_and_migrate_creates_it(db: Database) -> None:
 def test_dispose_closes_connections_and_the_next_call_opens_new_ones(store: Store) -> None:
     store.enqueue([new()], START)
     store.dispose()
-    assert store.counts().total == 1
+    assert store.counts(START).total == 1
 
 
 def test_server_time_is_the_servers_clock_in_utc(store: Store, db: Database) -> None:

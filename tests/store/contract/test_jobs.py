@@ -244,7 +244,7 @@ def test_jobs_lists_newest_first_with_filters(store: Store) -> None:
 def test_counts_per_state_queue_and_task(store: Store) -> None:
     store.enqueue([new(), new(), new(queue="mail"), new(at=START - SECOND)], START)
     claim(store, limit=1)
-    counts = store.counts()
+    counts = store.counts(START)
     assert (counts.by_state["running"], counts.by_state["pending"], counts.total) == (1, 3, 4)
     assert counts.by_state[JobState.FAILED] == 0
     assert {queue: states["pending"] for queue, states in counts.by_queue.items()} == {
@@ -253,6 +253,18 @@ def test_counts_per_state_queue_and_task(store: Store) -> None:
     }
     assert counts.by_queue["default"]["running"] == 1
     assert {task: states["pending"] for task, states in counts.by_task.items()} == {"t": 3}
+
+
+def test_counts_hold_every_live_job_and_the_jobs_finished_since_the_window(store: Store) -> None:
+    early, late, _waiting = store.enqueue([new(), new(), new(at=START + 10 * SECOND)], START)
+    store.complete("w1", [outcome(claimed(store, early), OutcomeKind.SUCCEEDED)], START)
+    later = START + SECOND
+    store.complete("w1", [outcome(claimed(store, late), OutcomeKind.FAILED, later)], later)
+    counts = store.counts(later)
+    assert counts.finished_since == later
+    assert (counts.by_state["succeeded"], counts.by_state["failed"]) == (0, 1)
+    assert counts.by_state["pending"] == 1 and counts.total == 2
+    assert store.counts(START).by_state["succeeded"] == 1
 
 
 def test_waiting_queues_hold_pending_or_paused_jobs(store: Store) -> None:

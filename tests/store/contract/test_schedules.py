@@ -6,7 +6,14 @@ from __future__ import annotations
 import threading
 from datetime import datetime, timedelta
 
-from rota.core.model import NewJob, Schedule, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.model import (
+    NewJob,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleStats,
+)
 from rota.core.transitions import OutcomeKind
 from rota.store import ScheduleStore, Store
 from tests.conftest import START
@@ -172,6 +179,8 @@ def test_disable_retires_live_schedules_only(schedules: ScheduleStore) -> None:
 def test_stats_count_runs_failures_and_running_jobs_per_schedule(
     store: Store, schedules: ScheduleStore
 ) -> None:
+    upsert(schedules, spec("s"), START, START)
+    upsert(schedules, spec("idle"), START, START)
     ok, bad, running, _waiting = store.enqueue(
         [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(4)], START
     )
@@ -182,7 +191,20 @@ def test_stats_count_runs_failures_and_running_jobs_per_schedule(
         "w1", [outcome(claimed(store, bad, now=later), OutcomeKind.FAILED, later)], later
     )
     claimed(store, running, now=later + MINUTE)
-    stats = schedules.stats()
-    assert list(stats) == ["s"]
+    stats = schedules.stats(START - MINUTE)
+    assert sorted(stats) == ["idle", "s"] and stats["idle"] == ScheduleStats()
     assert stats["s"].runs == 3 and stats["s"].failures == 1 and stats["s"].running == 1
     assert stats["s"].last_run == later + MINUTE
+
+
+def test_stats_count_runs_and_failures_of_the_ticks_since_the_window_only(
+    store: Store, schedules: ScheduleStore
+) -> None:
+    upsert(schedules, spec("s"), START, START)
+    old, _newer = store.enqueue(
+        [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(2)], START
+    )
+    store.complete("w1", [outcome(claimed(store, old), OutcomeKind.FAILED)], START)
+    stats = schedules.stats(START + MINUTE)
+    assert (stats["s"].runs, stats["s"].failures, stats["s"].running) == (0, 0, 0)
+    assert stats["s"].last_run == START, "the last run is the newest started tick, however old"
