@@ -77,21 +77,29 @@ class Database:
         Those undo the whole transaction, so repeating is always safe and callers never see
         them unless they persist: up to six attempts, but past the first repeat only within
         ``CONFLICT_BUDGET`` seconds, since each lock wait may itself last a server timeout.
-        After a dropped connection the commit may have happened: ``work`` is repeated once, on
-        a fresh connection, only when it is ``idempotent`` (its write and its answer stay right).
+        A connection dropped before the ``COMMIT`` was sent (one that died in the pool and is
+        found so by its first statement, which is why the pool pings only idle connections)
+        committed nothing: ``work`` is repeated once, on a fresh connection. Dropped during the
+        ``COMMIT``, it may have committed: ``work`` is repeated once only when it is
+        ``idempotent`` (its write and its answer stay right).
         """
         started = time.monotonic()
         attempt = 1
         while True:
+            committing = False
             try:
-                with self.translate_errors(), self.engine.begin() as connection:
-                    return work(connection)
+                with self.translate_errors(), self.engine.connect() as connection:
+                    transaction = connection.begin()
+                    done = work(connection)
+                    committing = True
+                    transaction.commit()
+                    return done
             except TransientStoreError as error:
                 if error.rolled_back and may_repeat(attempt, time.monotonic() - started):
                     delay = conflict_delay(attempt)
                     logger.debug("%s; repeating the transaction in %.3f s", error, delay)
                     time.sleep(delay)
-                elif not error.rolled_back and idempotent and attempt == 1:
+                elif not error.rolled_back and (idempotent or not committing) and attempt == 1:
                     logger.info("%s; repeating the transaction on a new connection", error)
                 else:
                     raise

@@ -33,6 +33,7 @@ from rota.errors import (
     unchained,
 )
 from rota.store.base import ServerInfo
+from rota.store.dialects.pooling import watch_pool
 from rota.store.secrets import decoded, hide
 
 logger = logging.getLogger("rota.store")
@@ -122,10 +123,12 @@ class Dialect:
     def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
         """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
 
-        The pool replaces it on its own, found dead before use (pre-ping) or mid-transaction,
-        which the caller then sees as a ``TransientStoreError``; without this line an operator
-        would never learn that connections are being lost.
+        The pool replaces it on its own, found dead before use (pinged after idling, see
+        ``pooling``) or mid-transaction, which the caller then sees as a
+        ``TransientStoreError``; without this line an operator would never learn that
+        connections are being lost.
         """
+        watch_pool(engine)
 
         @event.listens_for(engine, "do_connect")
         def _connect(

@@ -22,11 +22,12 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   ``MAX_EXECUTION_TIME`` and MariaDB ``max_statement_time``, server-side bounds on how long a
   statement runs; neither notices a dead link (the server cannot tell the client), so rota sets
   none. MySQL 8 closes idle sessions after ``wait_timeout`` with error 4031 first, MariaDB
-  silently; pre-ping covers both.
+  silently; the ping of a connection that idled in the pool (``pooling``) covers both.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -44,12 +45,16 @@ from rota.store.dialects.base import (
     lost_connection,
     server_version,
 )
+from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 from rota.store.secrets import encoded
 
 CONFLICT = frozenset({1205, 1213})
 TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
+MYSQLDB_STATEMENT_BYTES = 60_000
+"""mysqlclient splits an ``executemany`` past 64 KiB (PyMySQL: past 1,024,000 bytes)."""
+TIMEOUTS = ("connect_timeout", "read_timeout", "write_timeout")
 ROW_OVERHEAD_BYTES = 1_000
 
 
@@ -60,7 +65,7 @@ class MySQLDialect(Dialect):
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         return {
-            "pool_pre_ping": True,
+            **SERVER_POOL_OPTIONS,
             "pool_recycle": 3600,
             "isolation_level": "READ COMMITTED",
             "connect_args": {
@@ -72,13 +77,18 @@ class MySQLDialect(Dialect):
         }
 
     def connect_params(self, driver: str, params: dict[str, Any]) -> dict[str, Any]:
-        """PyMySQL's password as UTF-8 bytes, as the ``mariadb`` and ``mysql`` clients send it.
+        """PyMySQL's password as UTF-8 bytes, as the ``mariadb`` and ``mysql`` clients send it;
+        mysqlclient's timeouts in whole seconds, the only ones it takes.
 
         Given a string, PyMySQL encodes it as Latin-1: a password beyond Latin-1 cannot be sent
         at all, and one within it (``é``) is sent as bytes other than those the server hashed
         when the account was made over a UTF-8 connection. Bytes that were not UTF-8 in the
         first place (an environment variable in another encoding) are sent as they were.
+        mysqlclient (``mysqldb``, what Django uses) sends a string password as UTF-8 already.
         """
+        if driver == "mysqldb":
+            timeouts = {key: math.ceil(params[key]) for key in TIMEOUTS if key in params}
+            return {**params, **timeouts}
         password = params.get("password")
         if driver != "pymysql" or not isinstance(password, str):
             return params
@@ -121,7 +131,8 @@ class MySQLDialect(Dialect):
     ) -> list[int]:
         ids: list[int] = []
         step = _id_step(connection) if len(rows) > 1 else 1
-        for chunk in _statement_sized(rows):
+        budget = MYSQLDB_STATEMENT_BYTES if connection.dialect.driver == "mysqldb" else None
+        for chunk in _statement_sized(rows, budget or STATEMENT_BYTES):
             if len(chunk) == 1:
                 ids.append(connection.execute(insert(table), chunk[0]).lastrowid)
                 continue
@@ -176,18 +187,19 @@ def _id_step(connection: Connection) -> int:
     return int(connection.exec_driver_sql("SELECT @@auto_increment_increment").scalar_one())
 
 
-def _statement_sized(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+def _statement_sized(rows: list[dict[str, Any]], budget: int) -> Iterator[list[dict[str, Any]]]:
     """Chunks that the driver sends as one INSERT statement each.
 
     ``LAST_INSERT_ID()`` names the first id of the last statement only, so no chunk may be
-    split by the driver's statement-size limit (PyMySQL: 1,024,000 bytes).
+    split by the driver's statement-size limit (PyMySQL: 1,024,000 bytes; mysqlclient: 64 KiB),
+    which each chunk's worst-case size keeps under ``budget``.
     """
     chunk: list[dict[str, Any]] = []
     size = 0
     for row in rows:
         text_size = sum(len(value) for value in row.values() if isinstance(value, str))
         row_size = text_size * 4 + ROW_OVERHEAD_BYTES  # UTF-8 and escaping, at worst
-        if chunk and (len(chunk) == INSERT_CHUNK or size + row_size > STATEMENT_BYTES):
+        if chunk and (len(chunk) == INSERT_CHUNK or size + row_size > budget):
             yield chunk
             chunk, size = [], 0
         chunk.append(row)

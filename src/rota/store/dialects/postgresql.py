@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import Insert
 
 from rota.store.dialects.base import ConnectionSettings, Dialect, lost_connection
+from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 
 CONFLICT = ("40001", "40P01", "55P03")
 TRANSIENT_PREFIXES = (*CONFLICT, "08", "57P")
@@ -35,7 +36,7 @@ class PostgreSQLDialect(Dialect):
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         idle, interval, count = connection.keepalive_probes()
         return {
-            "pool_pre_ping": True,
+            **SERVER_POOL_OPTIONS,
             "connect_args": {
                 "connect_timeout": 5,
                 "keepalives": 1,

@@ -1,0 +1,103 @@
+"""A pooled server connection costs no round trip beyond its transaction's own, and a dead one is
+still found: by a ping after idling in the pool, or by its first statement, and then the work
+is done once on a new connection (issue 18; ``rota.store.dialects.pooling``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import event, func, select, text
+
+from rota import Rota
+from rota.store.dialects import pooling
+from rota.store.dialects.pooling import transaction_open
+from tests.conftest import Database
+from tests.helpers import sql_store
+
+
+def _noop() -> None: ...
+
+
+@pytest.fixture
+def rota(server_db: Database) -> Iterator[Rota]:
+    rota = Rota(server_db.url, table_prefix=server_db.prefix)
+    for name in ("warm.up", "counted", "after.kill"):
+        rota.task(name=name)(_noop)
+    rota.queue("warm.up")  # migrates, and leaves one connection in the pool
+    yield rota
+    sql_store(rota).engine.dispose()
+
+
+def test_one_enqueue_is_one_insert_and_one_commit(
+    rota: Rota, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = sql_store(rota).engine
+    seen: list[str] = []
+    open_at_return: list[bool] = []
+    event.listen(engine, "before_cursor_execute", lambda *a: seen.append(a[2].split()[0]))
+    event.listen(engine, "commit", lambda *a: seen.append("COMMIT"))
+    event.listen(engine, "reset", lambda raw, *a: open_at_return.append(transaction_open(raw)))
+    pinged: list[object] = []
+    ping = engine.dialect.do_ping
+
+    def counted_ping(raw: object) -> bool:
+        pinged.append(raw)
+        return ping(raw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.dialect, "do_ping", counted_ping)
+    for _ in range(3):
+        rota.queue("counted")
+    assert seen == ["INSERT", "COMMIT"] * 3
+    assert not pinged, "a connection back in the pool a moment ago is not pinged"
+    assert open_at_return == [False] * 3, "nothing to roll back after the commit"
+
+
+def _kill_pooled_connection(rota: Rota, server_db: Database) -> None:
+    """End, from a session of another engine, the server session of the connection in the
+    pool."""
+    mariadb = server_db.backend == "mariadb"
+    ask = "SELECT CONNECTION_ID()" if mariadb else "SELECT pg_backend_pid()"
+    session: object = sql_store(rota).database.fetch(text(ask))[0][0]  # type: ignore[arg-type]
+    other = server_db.engine()
+    try:
+        with other.begin() as connection:
+            connection.exec_driver_sql(
+                f"KILL {session}" if mariadb else f"SELECT pg_terminate_backend({session})"
+            )
+    finally:
+        other.dispose()
+
+
+def _jobs(rota: Rota, task: str) -> int:
+    jobs = sql_store(rota).schema.jobs
+    [(count,)] = sql_store(rota).database.fetch(
+        select(func.count()).select_from(jobs).where(jobs.c.task == task)
+    )
+    return int(count)
+
+
+@pytest.mark.parametrize("idle", [False, True], ids=["in-use", "idled"])
+def test_a_dead_pooled_connection_is_found_and_the_job_written_once(
+    rota: Rota,
+    server_db: Database,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    idle: bool,
+) -> None:
+    """Killed while in the pool: found by the ping if it idled there (``PING_AFTER_IDLE``,
+    here 0), else by the INSERT, which fails before any COMMIT was sent, so the enqueue is
+    repeated on a new connection; either way the job exists once."""
+    if idle:
+        monkeypatch.setattr(pooling, "PING_AFTER_IDLE", 0.0)
+    _kill_pooled_connection(rota, server_db)
+    with caplog.at_level(logging.INFO, logger="rota.store"):
+        job_id = rota.queue("after.kill")
+    assert _jobs(rota, "after.kill") == 1
+    assert rota.job(job_id).task == "after.kill"
+    lost = [r for r in caplog.records if r.message.startswith("lost a database connection")]
+    assert lost and all(getattr(r, "pre_ping", None) is idle for r in lost), caplog.text
+    repeated = any("repeating the transaction" in r.message for r in caplog.records)
+    assert repeated is not idle, caplog.text
