@@ -4,6 +4,7 @@
 
     base.py        the Store and ScheduleStore protocols, and the values they return
     sql.py         SqlStore: the protocol over one database; open_store(url, prefix)
+    borrowed.py    a Connection over a DB-API connection lent by its owner (Django)
     database.py    the shared Database: engine, dialect, tables, retried transactions
     jobs.py        a job's life: enqueue, claim, finish, leases, rescue, cancel, retry, prune
     reads.py       inspection: one job, lists, exact counts, pending by task and queue

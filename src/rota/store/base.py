@@ -11,6 +11,7 @@ succeed) or, for a value the database refused, ``InvalidArguments``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeAlias
@@ -137,6 +138,13 @@ class Store(Protocol):
 
     def dispose(self) -> None:
         """Close the pooled connections; the next call opens new ones."""
+        ...
+
+    def borrow(self, dbapi_connection: object) -> AbstractContextManager[CallerConnection]:
+        """A ``CallerConnection`` over a DB-API connection its owner lends (Django's), for
+        ``enqueue(connection=...)`` in the transaction the owner holds open: rota never
+        commits, rolls back nor closes it.  The connection must come from this store's driver
+        (``ConfigError`` otherwise)."""
         ...
 
     def enqueue(

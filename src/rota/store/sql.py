@@ -8,6 +8,7 @@ queues), ``schedules.py`` and ``migrate.py`` — all over one shared ``Database`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from rota.store.base import (
     SchemaStatus,
     ServerInfo,
 )
+from rota.store.borrowed import Lender
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
@@ -60,6 +62,7 @@ class SqlStore:
         self._jobs = SqlJobs(database)
         self._reads = SqlReads(database)
         self._cluster = SqlCluster(database)
+        self._lender = Lender(database)
 
     @property
     def engine(self) -> Engine:
@@ -102,6 +105,9 @@ class SqlStore:
         self.database.engine.dispose()
 
     # -- jobs ------------------------------------------------------------------------------
+
+    def borrow(self, dbapi_connection: object) -> AbstractContextManager[CallerConnection]:
+        return self._lender.borrow(dbapi_connection)
 
     def enqueue(
         self,

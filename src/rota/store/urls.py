@@ -7,6 +7,7 @@ through here; callers outside the store never handle SQLAlchemy's ``URL`` themse
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
@@ -27,6 +28,34 @@ def parse_url(url: str | URL) -> URL:
         raise ConfigError(
             "not a database URL rota can use, e.g. mysql://user:password@host/database"
         ) from None
+
+
+def url_from_parts(
+    drivername: str,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    database: str | None = None,
+    query: Mapping[str, str] | None = None,
+) -> str:
+    """A URL string from its parts, for a caller that holds them apart (Django's ``DATABASES``).
+
+    Built with SQLAlchemy's ``URL.create``, which quotes each part as it must be: a password
+    holding ``@``, ``:``, ``/`` or ``%`` reads back as itself, where string formatting would
+    give another URL, or a wrong one.
+    """
+    url = URL.create(
+        drivername,
+        username=username,
+        password=password,
+        host=host,
+        port=port,
+        database=database,
+        query=dict(query or {}),
+    )
+    return url.render_as_string(hide_password=False)
 
 
 def normalise_url(url: str | URL) -> URL:
