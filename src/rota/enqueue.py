@@ -110,43 +110,70 @@ def build(
 ) -> list[NewJob]:
     """Every request checked and turned into a row, or an ``InvalidArguments`` for the first
     that cannot be: nothing is written for a batch with one bad request."""
-    return [
-        _job(request, targets(request.task), now, max_payload_bytes, trace) for request in requests
-    ]
+    batch = _Batch(now, max_payload_bytes, trace)
+    return [batch.job(request, targets(request.task)) for request in requests]
 
 
-def _job(
-    request: Enqueue, target: Target, now: datetime, max_payload_bytes: int, trace: str | None
-) -> NewJob:
-    definition = target.definition
-    if definition is not None:
-        definition.check_arguments(request.args, request.kwargs)
-    if request.priority is not None:
-        values.check_priority(request.priority, InvalidArguments)
-    if request.queue is not None:
-        check_name("queue", request.queue, InvalidArguments)
-    encoded = payload.encode(request.args, request.kwargs, max_bytes=max_payload_bytes, trace=trace)
-    unique_key = request.unique_key
-    if unique_key is None and definition is not None and definition.unique:
-        unique_key = f"{target.name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
-    if unique_key is not None:
-        check_name("unique_key", unique_key, InvalidArguments)
-    flow = definition.limits if definition is not None else None
-    # Without the definition here the keys stay unset; the worker that claims the job fills
-    # them in (rota.store.limits).
-    concurrency_key, rate_key = flow.keys(request.args, request.kwargs) if flow else (None, None)
-    return NewJob(
-        task=target.name,
-        payload=encoded,
-        run_at=run_at(request, now),
-        queue=target.queue if request.queue is None else request.queue,
-        priority=request.priority if request.priority is not None else _priority(definition),
-        max_attempts=definition.policy.max_attempts if definition else None,
-        unique_key=unique_key,
-        depends_on=dependencies(request.depends_on),
-        concurrency_key=concurrency_key,
-        rate_key=rate_key,
-    )
+class _Batch:
+    """One ``build``: what depends only on the task, or on the task and the shape of the
+    arguments, is worked out once per batch rather than once per row (a ``queue_many`` of
+    1,000 jobs of one task binds one signature and builds one retry policy, not 1,000)."""
+
+    def __init__(self, now: datetime, max_payload_bytes: int, trace: str | None) -> None:
+        self.now = now
+        self.max_payload_bytes = max_payload_bytes
+        self.trace = trace
+        self.fitting: set[tuple[str, int, tuple[str, ...]]] = set()
+        """(task, positional count, keyword names) the handler was found to accept: whether
+        a signature binds depends on nothing else."""
+        self.max_attempts: dict[str, int] = {}
+
+    def check_arguments(self, target: Target, definition: TaskDefinition, request: Enqueue) -> None:
+        shape = (target.name, len(request.args), tuple(request.kwargs))
+        if shape not in self.fitting:
+            definition.check_arguments(request.args, request.kwargs)
+            self.fitting.add(shape)
+
+    def attempts(self, target: Target, definition: TaskDefinition) -> int:
+        found = self.max_attempts.get(target.name)
+        if found is None:
+            found = self.max_attempts[target.name] = definition.policy.max_attempts
+        return found
+
+    def job(self, request: Enqueue, target: Target) -> NewJob:
+        definition = target.definition
+        if definition is not None:
+            self.check_arguments(target, definition, request)
+        if request.priority is not None:
+            values.check_priority(request.priority, InvalidArguments)
+        if request.queue is not None:
+            check_name("queue", request.queue, InvalidArguments)
+        encoded = payload.encode(
+            request.args, request.kwargs, max_bytes=self.max_payload_bytes, trace=self.trace
+        )
+        unique_key = request.unique_key
+        if unique_key is None and definition is not None and definition.unique:
+            unique_key = f"{target.name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
+        if unique_key is not None:
+            check_name("unique_key", unique_key, InvalidArguments)
+        flow = definition.limits if definition is not None else None
+        # Without the definition here the keys stay unset; the worker that claims the job
+        # fills them in (rota.store.limits).
+        concurrency_key, rate_key = (
+            flow.keys(request.args, request.kwargs) if flow else (None, None)
+        )
+        return NewJob(
+            task=target.name,
+            payload=encoded,
+            run_at=run_at(request, self.now),
+            queue=target.queue if request.queue is None else request.queue,
+            priority=request.priority if request.priority is not None else _priority(definition),
+            max_attempts=self.attempts(target, definition) if definition else None,
+            unique_key=unique_key,
+            depends_on=dependencies(request.depends_on),
+            concurrency_key=concurrency_key,
+            rate_key=rate_key,
+        )
 
 
 def dependencies(given: object) -> tuple[int, ...]:

@@ -18,6 +18,8 @@ deep the caller's stack already is: an argument nested 990 levels deep can be en
 queued and then fail to decode in a worker.  A fixed, far lower bound is refused up front.
 """
 _ENVELOPE_NESTING = 2  # the payload object and its "args" list
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""One encoder for every payload: ``json.dumps`` with options builds a new one per call."""
 
 
 class Arguments(NamedTuple):
@@ -42,12 +44,7 @@ def encode(
         data = {"v": PAYLOAD_VERSION, "args": list(args), "kwargs": dict(kwargs)}
         if trace:
             data["trace"] = trace
-        text = json.dumps(
-            data,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
+        text = _ENCODER.encode(data)
     except (TypeError, ValueError, RecursionError) as exc:
         _name_the_culprit(args, kwargs)
         raise InvalidArguments(f"arguments are not JSON-serialisable: {exc}") from exc
