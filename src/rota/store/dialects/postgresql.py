@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Table, text
+from sqlalchemy import Table, bindparam, func, insert, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
@@ -54,6 +54,27 @@ class PostgreSQLDialect(Dialect):
         """``ON CONFLICT``, because a failed insert would abort the whole transaction."""
         return postgresql.insert(table).values(rows).on_conflict_do_nothing()
 
+    def insert_ids(
+        self, connection: Connection, table: Table, rows: list[dict[str, Any]]
+    ) -> list[int]:
+        """Many rows as one ``INSERT ... SELECT FROM unnest(...) WITH ORDINALITY``: each column
+        travels as one array parameter, which psycopg adapts in one go, where a multi-row
+        ``VALUES`` binds a parameter per value (issue 18). The rows are inserted in ordinality
+        order, so the sequence hands out their ids in that order: sorted, the ids are in the
+        order of ``rows``. One row keeps the plain ``INSERT ... RETURNING``."""
+        if len(rows) == 1:
+            return super().insert_ids(connection, table, rows)
+        keys = list(rows[0])
+        arrays = [
+            bindparam(f"column_{n}", [row[key] for row in rows], type_=_array(table, key))
+            for n, key in enumerate(keys)
+        ]
+        source = func.unnest(*arrays).table_valued(*keys, with_ordinality="ordinality")
+        source = source.render_derived()
+        ordered = select(*(source.c[key] for key in keys)).order_by(source.c.ordinality)
+        statement = insert(table).from_select(keys, ordered).returning(table.c.id)
+        return sorted(connection.execute(statement).scalars())
+
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
         """A session advisory lock keyed by the name's hash (advisory locks are per database);
         ``pg_try_advisory_lock`` does not wait, so a miss sleeps out ``wait``."""
@@ -76,6 +97,10 @@ class PostgreSQLDialect(Dialect):
 
     def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
         return not error.connection_invalidated and _sqlstate(error) in CONFLICT
+
+
+def _array(table: Table, key: str) -> postgresql.ARRAY[Any]:
+    return postgresql.ARRAY(table.c[key].type)
 
 
 def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
