@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Select, Table, event, insert, text
+from sqlalchemy import Select, Table, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
@@ -42,6 +42,7 @@ from rota.store.base import ServerInfo
 from rota.store.dialects.base import (
     ConnectionSettings,
     Dialect,
+    insert_statement,
     lost_connection,
     server_version,
 )
@@ -134,9 +135,9 @@ class MySQLDialect(Dialect):
         budget = MYSQLDB_STATEMENT_BYTES if connection.dialect.driver == "mysqldb" else None
         for chunk in _statement_sized(rows, budget or STATEMENT_BYTES):
             if len(chunk) == 1:
-                ids.append(connection.execute(insert(table), chunk[0]).lastrowid)
+                ids.append(connection.execute(insert_statement(table), chunk[0]).lastrowid)
                 continue
-            connection.execute(insert(table), chunk)
+            connection.execute(insert_statement(table), chunk)
             first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
             ids.extend(range(first, first + len(chunk) * step, step))
         return ids
