@@ -12,7 +12,7 @@ from types import FrameType
 import click
 
 from rota.cli.common import connected, database_options, url_options
-from rota.cli.loading import load_app
+from rota.cli.loading import child_command, load_app
 from rota.config import default_url
 from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
@@ -62,7 +62,7 @@ def migrated(applied: list[str], revision: str | None) -> str:
 
 
 @click.command()
-@click.argument("app")
+@click.argument("app", required=False)
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
 @click.option(
     "--queues",
@@ -91,7 +91,7 @@ def migrated(applied: list[str], revision: str | None) -> str:
     help="json: one JSON object per log line (default: the app's log_format, else text).",
 )
 def worker(
-    app: str,
+    app: str | None,
     concurrency: int | None,
     queues: str | None,
     grace: float,
@@ -99,7 +99,10 @@ def worker(
     log_level: str,
     log_format: str | None,
 ) -> None:
-    """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM."""
+    """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM.
+
+    APP is required unless an application runs this command with its own Rota
+    (``manage.py rota worker``)."""
     stop_while_starting()
     try:
         run_worker(app, concurrency, queues, grace, processes, log_level, log_format)
@@ -137,7 +140,7 @@ def stop_while_starting() -> None:
 
 
 def run_worker(
-    app: str,
+    app: str | None,
     concurrency: int | None,
     queues: str | None,
     grace: float,
@@ -153,11 +156,9 @@ def run_worker(
     rota.events.log_format = log_format
     if processes > 1:
         child = [
-            sys.executable,
-            "-m",
-            "rota",
+            *child_command(app),
             "worker",
-            app,
+            *([app] if app is not None else []),
             "--grace",
             str(grace),
             "--log-level",

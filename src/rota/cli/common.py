@@ -12,10 +12,12 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 from rich.console import Console, RenderableType
 from rich.table import Table
 
 from rota.app import Rota
+from rota.cli import loading
 from rota.config import check_table_prefix, default_url
 from rota.core.escaping import visible, visible_json
 from rota.core.model import MAX_JOB_ID
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     IntParamType = click.ParamType[int]
 else:  # click is generic only from 8.2 on
     IntParamType = click.ParamType
+DEFAULT = ParameterSource.DEFAULT
 CONNECT_TIMEOUT = 5.0
 ACTOR = "cli"
 """Who the schedules' history says made the changes that go through ``connected``."""
@@ -46,7 +49,8 @@ ARGV_WARNING = (
 
 def database_options(command: F) -> F:
     """``--url``, ``--url-file`` and ``--table-prefix``, as ``rota migrate`` and ``rota prune``
-    take them."""
+    take them; an application that runs the command with its own Rota (``loading.Host``)
+    gives the defaults of both, its Rota's database and table prefix."""
     command = click.option(
         "--table-prefix",
         default="rota_",
@@ -54,10 +58,10 @@ def database_options(command: F) -> F:
         callback=_table_prefix,
         help="Prefix of rota's tables, as Rota(table_prefix=...).",
     )(command)
-    return url_options("$ROTA_DATABASE_URL, else sqlite:///rota.db")(command)
+    return url_options("$ROTA_DATABASE_URL, else sqlite:///rota.db", hosted=True)(command)
 
 
-def url_options(default: str) -> Callable[[F], F]:
+def url_options(default: str, *, hosted: bool = False) -> Callable[[F], F]:
     """``--url URL`` or ``--url-file PATH``, the command's ``url`` either way (``None``: neither).
 
     A password on the command line is visible to every user of the machine, so a ``--url`` that
@@ -80,7 +84,7 @@ def url_options(default: str) -> Callable[[F], F]:
             "--url",
             default=None,
             metavar="URL",
-            callback=_url,
+            callback=_hosted_url if hosted else _url,
             help=f"Database URL (default: {default}); prefer --url-file or the environment "
             "for one with a password.",
         )(command)
@@ -113,7 +117,18 @@ def _url(context: click.Context, parameter: click.Parameter, value: str | None) 
     return value
 
 
+def _hosted_url(
+    context: click.Context, parameter: click.Parameter, value: str | None
+) -> str | None:
+    url = _url(context, parameter, value)
+    host = loading.hosted()
+    return url if url is not None or host is None else host.rota().config.url
+
+
 def _table_prefix(context: click.Context, parameter: click.Parameter, value: str) -> str:
+    host = loading.hosted()
+    if host is not None and context.get_parameter_source("table_prefix") is DEFAULT:
+        return host.rota().config.table_prefix
     try:
         return check_table_prefix(value)
     except ConfigError as error:

@@ -64,7 +64,7 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
 
 
 @click.command()
-@click.argument("app")
+@click.argument("app", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8678, show_default=True, help="TCP port."
@@ -87,14 +87,15 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     help=f"A second token, in this file, that opens /metrics only; or set ${METRICS_TOKEN_ENV}.",
 )
 def dashboard(
-    app: str,
+    app: str | None,
     host: str,
     port: int,
     token_file: Path | None,
     token: str | None,
     metrics_token_file: Path | None,
 ) -> None:
-    """Serve the web dashboard of the Rota at APP (MODULE:ATTR or PATH.py:ATTR).
+    """Serve the web dashboard of the Rota at APP (MODULE:ATTR or PATH.py:ATTR; required
+    unless an application runs this command with its own Rota, as ``manage.py rota``).
 
     Without a token it listens on this machine only.  A token has at least 16 characters.
     """

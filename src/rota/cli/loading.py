@@ -1,5 +1,9 @@
 """The APP argument of ``rota worker`` and ``rota dashboard``: where the application's Rota is.
 
+An application that runs this CLI inside a command of its own (Django's ``manage.py rota``)
+gives its Rota as a ``Host`` (the click context's ``obj``) instead: APP may then be left out,
+and ``--url`` and ``--table-prefix`` default to that Rota's (``rota.cli.common``).
+
 ``MODULE:ATTR`` imports a module (the current directory is importable); ``PATH.py:ATTR`` loads
 a file as ``python PATH.py`` would, its directory importable, under its own name. Without
 ``:ATTR`` the module's only ``Rota`` is used. Whatever stops the command from finding a Rota,
@@ -15,6 +19,8 @@ import os
 import sys
 import sysconfig
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,12 +37,38 @@ LIBRARIES = tuple(
 )
 
 
+ROTA_COMMAND = (sys.executable, "-m", "rota")
+"""This CLI, as a child process runs it (``rota worker --processes``)."""
+
+
 class Unloadable(Exception):
     """Why the APP argument names no Rota."""
 
 
-def load_app(target: str) -> Rota:
-    """The ``Rota`` that ``target`` names, or a ``click.BadParameter`` saying why there is none."""
+@dataclass(frozen=True)
+class Host:
+    """An application running this CLI as a command of its own, with its Rota."""
+
+    rota: Callable[[], Rota]
+    """Its Rota, asked for when a command needs it (it may be built at that moment)."""
+    command: tuple[str, ...]
+    """What runs this CLI in a child process with the same Rota (``worker --processes``)."""
+
+
+def hosted() -> Host | None:
+    """The ``Host`` of the command being run, if an application runs it."""
+    context = click.get_current_context(silent=True)
+    return context.find_object(Host) if context is not None else None
+
+
+def load_app(target: str | None) -> Rota:
+    """The ``Rota`` that ``target`` names (the host's when there is none), or a
+    ``click.BadParameter`` saying why there is none."""
+    if target is None:
+        host = hosted()
+        if host is None:
+            raise click.UsageError("Missing argument 'APP'.")
+        return host.rota()
     where, attribute = split(target)
     try:
         if not where:
@@ -63,6 +95,12 @@ def split(target: str) -> tuple[str, str | None]:
     if colon and attribute and all(part.isidentifier() for part in attribute.split(".")):
         return where, attribute
     return target, None
+
+
+def child_command(target: str | None) -> list[str]:
+    """How a child process runs this CLI on the same Rota, up to the command's name."""
+    host = hosted()
+    return list(host.command) if target is None and host is not None else [*ROTA_COMMAND]
 
 
 def is_path(where: str) -> bool:
