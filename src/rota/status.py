@@ -7,14 +7,13 @@ from datetime import datetime
 
 from rota.core.model import (
     FINISHED_WINDOW,
-    Job,
     JobState,
     JobStatus,
     Schedule,
     ScheduleState,
     ScheduleStats,
 )
-from rota.store.base import Store
+from rota.store.base import JobSummary, Store
 
 
 def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
@@ -39,7 +38,7 @@ def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
     )
 
 
-def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
+def job_status(job: JobSummary, paused_queues: Collection[str] = ()) -> JobStatus:
     """A pending job in a paused queue shows as ``paused``: no worker will claim it."""
     waits = job.state is JobState.PENDING and job.queue in paused_queues
     return JobStatus(
@@ -50,7 +49,7 @@ def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
         last_run=job.started_at,
         next_run=job.run_at if job.state is JobState.PENDING else None,
         runs=job.attempt,
-        failures=len(job.errors),
+        failures=job.failures,
         progress=job.progress if job.state is JobState.RUNNING else None,
     )
 
@@ -58,12 +57,13 @@ def job_status(job: Job, paused_queues: Collection[str] = ()) -> JobStatus:
 def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     """A status per schedule (disabled ones aside), then per pending, paused or running job,
     newest first: every one of them, or the newest ``limit`` jobs.  A schedule's runs and
-    failures are those of its ticks in the ``FINISHED_WINDOW`` before ``now``."""
+    failures are those of its ticks in the ``FINISHED_WINDOW`` before ``now``.  Jobs are read
+    as summaries: a backlog of thousands is listed without reading their arguments."""
     shown = (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
     schedules = store.schedules.all(shown)
     stats = store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
     live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-    active = store.jobs(states=live, limit=limit) if limit != 0 else []
+    active = store.summaries(states=live, limit=limit) if limit != 0 else []
     paused = store.paused_queues() if active else set()
     return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
         job_status(job, paused) for job in active

@@ -46,7 +46,8 @@ def test_metrics_count_jobs_workers_and_schedules(seeded: Seeded) -> None:  # no
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert response.headers["cache-control"] == "no-store"
-    assert "# HELP rota_jobs Jobs by state.\n# TYPE rota_jobs gauge\n" in response.text
+    help_line = "# HELP rota_jobs Jobs by state (finished: the last 24 hours).\n"
+    assert help_line + "# TYPE rota_jobs gauge\n" in response.text
     found = samples(response.text)
     assert {
         ("rota_jobs", (("state", "succeeded"),)): 3,

@@ -21,14 +21,18 @@ from rota.core.model import JobState, ScheduleState
 
 
 class RotaCollector:
-    """Gauges of ``rota``'s jobs by state and by queue, live workers and schedules by state."""
+    """Gauges of ``rota``'s jobs by state and by queue, live workers and schedules by state.
+
+    The jobs are ``Rota.counts()``: every live job, and the finished ones of the last
+    ``FINISHED_WINDOW`` (a scrape must not read the whole history)."""
 
     def __init__(self, rota: Rota) -> None:
         self.rota = rota
 
     def collect(self) -> Iterator[Metric]:
         counts = self.rota.counts()
-        jobs = GaugeMetricFamily("rota_jobs", "Jobs by state.", labels=["state"])
+        described = "Jobs by state (finished: the last 24 hours)."
+        jobs = GaugeMetricFamily("rota_jobs", described, labels=["state"])
         for state in JobState:
             jobs.add_metric([state.value], counts.by_state.get(state.value, 0))
         yield jobs

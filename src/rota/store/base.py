@@ -101,6 +101,9 @@ class JobSummary:
     """The newest failed attempt's error (``None`` also when the column cannot be read)."""
     progress: Progress | None = None
     """The latest progress its handler reported (kept once it finished; cleared at a claim)."""
+    started_at: datetime | None = None
+    failures: int = 0
+    """How many of its attempts failed (the length of the job's ``errors``)."""
 
 
 class Store(Protocol):

@@ -13,8 +13,9 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from sqlalchemy import Select, and_, case, func, select
+from sqlalchemy import CompoundSelect, Select, func, literal, select, union_all
 from sqlalchemy.engine import Connection
+from typing_extensions import Unpack
 
 from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
 from rota.store.base import DEPENDENTS_LISTED, JobSummary
@@ -23,11 +24,9 @@ from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
 
 FINISHED = [state for state in JobState if state.is_final]
-FINAL = [state.value for state in FINISHED]
-LIVE = [state.value for state in JobState if not state.is_final]
 SUMMARY = [
     *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
-    *("schedule", "lease_owner", "errors", "progress", "progress_note"),
+    *("started_at", "schedule", "lease_owner", "errors", "progress", "progress_note"),
 ]
 """The columns a ``JobSummary`` is made of: never ``payload``."""
 
@@ -94,24 +93,24 @@ class SqlReads:
         return {summary.schedule: summary for summary in summaries if summary.schedule}
 
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
-        """One row per final state, one ``COUNT(CASE ...)`` column per period: plain
-        comparisons with bound values, the same SQL on every dialect."""
+        """One GROUP BY state per period, the periods as branches of one UNION ALL: each
+        branch counts one range of the finished index, read alone (it holds the state).
+        Plain comparisons with bound values, the same SQL on every dialect; one ``COUNT(CASE
+        ...)`` column per period instead would compare every row of the day with every
+        period."""
         counts = {state.value: [0] * (len(bounds) - 1) for state in FINISHED}
         if len(bounds) < 2:
             return counts
         finished = self.table.c.finished_at
         state = self.table.c.state
         periods = [
-            func.count(case((and_(finished >= start, finished < end), 1)))
-            for start, end in pairwise(bounds)
-        ]
-        query = (
-            select(state, *periods)
-            .where(finished >= bounds[0], finished < bounds[-1], state.in_(list(counts)))
+            select(literal(number), state, func.count())
+            .where(finished >= start, finished < end, state.in_(list(counts)))
             .group_by(state)
-        )
-        for name, *numbers in self.database.fetch(query):
-            counts[name] = [int(n) for n in numbers]
+            for number, (start, end) in enumerate(pairwise(bounds))
+        ]
+        for number, name, n in self.database.fetch(every_row(union_all(*periods))):
+            counts[name][number] = int(n)
         return counts
 
     def _summary_select(self) -> Select[Any]:
@@ -127,7 +126,13 @@ class SqlReads:
     ) -> Select[Any]:
         """``query`` newest first, filtered as the listings filter."""
         table = self.table
-        query = query.order_by(table.c.id.desc()).limit(limit)
+        newest = table.c.id.desc()
+        if states and not any(state.is_final for state in states):
+            # Live jobs are few beside the history: found through the claim index, then sorted.
+            # Ordered by the key itself, MySQL and MariaDB walk the primary key backwards
+            # through every finished job to find them.
+            newest = (table.c.id + 0).desc()
+        query = query.order_by(newest).limit(limit)
         if states:
             query = query.where(table.c.state.in_([state.value for state in states]))
         if task is not None:
@@ -137,26 +142,23 @@ class SqlReads:
         return query
 
     def counts(self, finished_since: datetime) -> Counts:
-        """Live jobs per state, queue and task, exactly, from the claim index's ``state``
-        range; finished ones since ``finished_since`` from the finished index alone.  Two
-        GROUP BYs in one transaction, so a job finishing between them is not counted twice."""
+        """Jobs per state, queue and task, read from the finished index alone.
+
+        A job has a ``finished_at`` exactly when it is final (its last transition sets it, a
+        retry clears it), so the index's NULL range is every live job, counted exactly, and
+        the range from ``finished_since`` the finished jobs of the window.  The two ranges are
+        two branches of one UNION ALL (one snapshot): MariaDB scans the whole index for an
+        ``IS NULL OR >=`` condition.
+        """
         jobs = self.table
         columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
-        live = select(*columns, func.count()).where(jobs.c.state.in_(LIVE)).group_by(*columns)
-        finished = (
-            select(*columns, func.count())
-            .where(jobs.c.finished_at >= finished_since, jobs.c.state.in_(FINAL))
-            .group_by(*columns)
+        ranges = (jobs.c.finished_at.is_(None), jobs.c.finished_at >= finished_since)
+        query = union_all(
+            *(select(*columns, func.count()).where(where).group_by(*columns) for where in ranges)
         )
-
-        def work(connection: Connection) -> list[tuple[str, str, str, int]]:
-            return [
-                (state, queue, task, int(n))
-                for query in (live, finished)
-                for state, queue, task, n in connection.execute(query)
-            ]
-
-        return Counts.from_rows(self.database.transaction(work), finished_since)
+        rows = self.database.fetch(every_row(query))
+        counted = ((state, queue, task, int(n)) for state, queue, task, n in rows)
+        return Counts.from_rows(counted, finished_since)
 
     def waiting_queues(self) -> set[str]:
         """Queues with pending or paused jobs, read from the claim index."""
@@ -172,6 +174,11 @@ class SqlReads:
             .group_by(jobs.c.task, jobs.c.queue)
         )
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]
+
+
+def every_row(union: CompoundSelect[Any]) -> Select[Unpack[tuple[Any, ...]]]:
+    """A UNION as the plain SELECT of its rows, the one kind of read ``Database.fetch`` takes."""
+    return select(*union.subquery().c)
 
 
 def to_summary(data: Mapping[Any, Any]) -> JobSummary:
@@ -191,4 +198,6 @@ def to_summary(data: Mapping[Any, Any]) -> JobSummary:
         lease_owner=data["lease_owner"],
         last_error=errors[-1] if errors else None,
         progress=_progress(data["progress"], data["progress_note"]),
+        started_at=data["started_at"],
+        failures=len(errors),
     )

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, false, func, select, update
+from sqlalchemy import and_, case, false, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -261,10 +261,13 @@ class SqlSchedules:
         return self.database.transaction(work, idempotent=False)
 
     def stats(self, since: datetime) -> dict[str, ScheduleStats]:
-        """Per schedule, from its newest ticks only: each figure is a correlated subquery on
-        the ``(schedule, scheduled_at)`` unique index, bounded by ``since`` (runs, failures)
-        or stopping at the newest started tick (``last_run``), so the cost does not grow with
-        the ticks kept; running jobs are counted from the claim index's ``running`` range."""
+        """Per schedule, from its newest ticks only, so the cost does not grow with the ticks
+        kept: each figure is a correlated subquery on the ``(schedule, scheduled_at)`` unique
+        index, bounded by ``since`` (runs, failures) or stopping at the newest started tick
+        (``last_run``).  Failures are a CASE, not a condition on ``state``, which would let
+        the optimizer pick the claim index's range of every failed job.  Running jobs are
+        counted from the claim index's ``running`` range.  ``since`` comes from the caller,
+        as every time does (``FINISHED_WINDOW`` before now)."""
         jobs, table = self.database.schema.jobs, self.table
         mine = jobs.c.schedule == table.c.name
         recent = (mine, jobs.c.scheduled_at >= since)
@@ -273,16 +276,18 @@ class SqlSchedules:
         per_schedule = select(
             table.c.name,
             select(func.count(jobs.c.started_at)).where(*recent).scalar_subquery(),
-            select(func.count()).select_from(jobs).where(*recent, failed).scalar_subquery(),
+            select(func.count(case((failed, 1)))).where(*recent).scalar_subquery(),
             select(jobs.c.started_at)
             .where(mine, last)
             .order_by(jobs.c.scheduled_at.desc())
             .limit(1)
             .scalar_subquery(),
         )
+        # Every running job, unscheduled ones in a group of their own: a condition on
+        # ``schedule`` would tempt PostgreSQL to walk every tick of the unique index instead.
         running = (
             select(jobs.c.schedule, func.count())
-            .where(jobs.c.state == JobState.RUNNING.value, jobs.c.schedule.is_not(None))
+            .where(jobs.c.state == JobState.RUNNING.value)
             .group_by(jobs.c.schedule)
         )
 

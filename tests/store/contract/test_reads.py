@@ -35,9 +35,10 @@ def test_summaries_are_the_jobs_without_arguments_newest_first(store: Store) -> 
     for summary in store.summaries():
         job = store.job(summary.id)
         assert job is not None
-        common = {f.name for f in dataclasses.fields(summary)} - {"last_error"}
+        common = {f.name for f in dataclasses.fields(summary)} - {"last_error", "failures"}
         assert {n: getattr(summary, n) for n in common} == {n: getattr(job, n) for n in common}
         assert summary.last_error == (job.errors[-1] if job.errors else None)
+        assert summary.failures == len(job.errors)
     (summary,) = store.summaries(job_id=a)
     assert summary.last_error is not None and summary.last_error.message == "boom"
     (running,) = store.summaries(states=(JobState.RUNNING,))

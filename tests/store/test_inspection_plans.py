@@ -1,0 +1,128 @@
+"""Every query behind ``rota check``, ``rota.jobs()``, ``rota.counts()``, ``rota schedules`` and
+the dashboard overview is served by an index, not a scan of the jobs table.
+
+The statements are captured as the store sends them (with their parameters) and EXPLAINed on
+a table holding a history of finished jobs, a few live ones and schedules with past ticks: the
+plan, not a timing, is what stays true when the history grows to millions of rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, insert, text
+
+from rota.core.model import FINISHED_WINDOW, JobState, ScheduleSource, ScheduleSpec
+from rota.store import Store, open_store
+from rota.store.sql import SqlStore
+from tests.conftest import START, drop_prefixed_tables, server_url
+
+HISTORY = 5_000
+PAYLOAD = '{"v":1,"args":[],"kwargs":{}}'
+LIVE = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
+LIVE_ROWS = {JobState.PENDING: 20, JobState.PAUSED: 10, JobState.RUNNING: 5}
+CODE = ScheduleSource.CODE
+
+
+@pytest.fixture(scope="module", params=["mariadb", "postgres"])
+def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
+    """One filled store per server, shared by the module's tests (filling is the slow part)."""
+    url, prefix = server_url(request.param), f"t{uuid.uuid4().hex[:10]}_"
+    opened = open_store(url, prefix)
+    assert isinstance(opened, SqlStore)
+    try:
+        opened.migrate()
+        fill(opened, request.param)
+        yield opened
+    finally:
+        opened.dispose()
+        drop_prefixed_tables(url, prefix)
+
+
+def fill(store: SqlStore, backend: str) -> None:
+    """``HISTORY`` jobs finished a month ago, two every-minute schedules of 200 past ticks, a
+    few jobs finished within the window, and pending, paused and running jobs.
+
+    Finished rows are inserted finished: rows updated from pending would leave delete-marked
+    entries in the claim index until InnoDB purges them, and the optimizer would count them.
+    """
+    jobs = store.schema.jobs
+    old = START - timedelta(days=30)
+    ticks = [(name, START - timedelta(minutes=n)) for name in ("a", "b") for n in range(1, 201)]
+    rows = [finished(old) for _ in range(HISTORY)] + [finished(START) for _ in range(20)]
+    rows += [{**finished(old), "schedule": name, "scheduled_at": at} for name, at in ticks]
+    for name in ("a", "b"):
+        spec = ScheduleSpec(name, "t", "* * * * *", "UTC", PAYLOAD, "default", 0, CODE)
+        store.schedules.upsert(spec, START, START, "test")
+    with store.engine.begin() as connection:
+        connection.execute(insert(jobs), rows)
+        for state, count in LIVE_ROWS.items():
+            live = {**finished(START), "state": state.value, "finished_at": None}
+            connection.execute(insert(jobs), [live] * count)
+        analyze = "ANALYZE {}" if backend == "postgres" else "ANALYZE TABLE {}"
+        connection.execute(text(analyze.format(jobs.name)))
+
+
+def finished(at: datetime) -> dict[str, Any]:
+    columns = ("run_at", "created_at", "started_at", "finished_at")
+    fixed = {"task": "t", "queue": "default", "priority": 0, "payload": PAYLOAD, "attempt": 1}
+    return {**fixed, "state": JobState.SUCCEEDED.value, **dict.fromkeys(columns, at)}
+
+
+def statements(store: SqlStore, call: Callable[[], object]) -> list[tuple[str, Any]]:
+    """The statements ``call`` sends that read the jobs table, with their parameters."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if store.schema.jobs.name in statement:
+            sent.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    assert sent
+    return sent
+
+
+def assert_indexed(store: SqlStore, call: Callable[[], object]) -> None:
+    table = store.schema.jobs.name
+    backend = store.engine.dialect.name
+    with store.engine.connect() as connection:
+        for statement, parameters in statements(store, call):
+            explained = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
+            if backend == "postgresql":
+                plan = "\n".join(row[0] for row in explained)
+                print(plan)
+                assert f"Seq Scan on {table}" not in plan, statement
+                assert "Index" in plan, statement
+            else:
+                rows = [dict(row) for row in explained.mappings()]
+                print(rows)
+                for row in (row for row in rows if row["table"] == table):
+                    assert row["key"] is not None, statement
+                    assert row["type"] not in ("ALL", "index"), f"a scan: {statement}"
+
+
+SINCE = START - FINISHED_WINDOW
+CALLS: dict[str, Callable[[Store], object]] = {
+    "counts": lambda store: store.counts(SINCE),
+    "schedule stats": lambda store: store.schedules.stats(SINCE),
+    "stranded": lambda store: store.stranded(START),
+    "live jobs": lambda store: store.jobs(states=LIVE, limit=100),
+    "every live job": lambda store: store.jobs(states=LIVE, limit=None),
+    "running summaries": lambda store: store.summaries(states=(JobState.RUNNING,), limit=10_000),
+    "finished per hour": lambda store: store.finished_per_period(
+        [START - timedelta(hours=24 - n) for n in range(25)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_inspection_query_is_served_by_an_index(store: SqlStore, name: str) -> None:
+    assert_indexed(store, lambda: CALLS[name](store))
