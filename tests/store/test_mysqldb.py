@@ -1,0 +1,39 @@
+"""rota on mysqlclient (``mysql+mysqldb://``), the driver of Django's MySQL backend.
+
+Its ``connect()`` takes whole seconds only, and its ``executemany`` splits an INSERT past 64 KiB,
+where ``LAST_INSERT_ID()`` would then name the first id of the last part only: both are the
+dialect's business (``dialects/mysql.py``). The rest of the suite runs MariaDB on PyMySQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from rota import Enqueue, JobContext, Rota
+from tests.conftest import Database
+from tests.helpers import sql_store
+
+pytest.importorskip("MySQLdb")
+
+
+@pytest.fixture
+def mysqldb_rota(mariadb: Database) -> Iterator[Rota]:
+    url = make_url(mariadb.url).set(drivername="mysql+mysqldb").render_as_string(False)
+    rota = Rota(url, table_prefix=mariadb.prefix, read_timeout=2.5, connect_timeout=5)
+    yield rota
+    sql_store(rota).engine.dispose()
+
+
+def test_a_batch_larger_than_one_statement_gets_its_own_ids(mysqldb_rota: Rota) -> None:
+    @mysqldb_rota.task
+    def number(ctx: JobContext, n: int, padding: str) -> int:
+        return n
+
+    ids = mysqldb_rota.queue_many(Enqueue(number, n, "x" * 1000) for n in range(150))
+    assert [mysqldb_rota.job(job).args[0] for job in ids] == list(range(150))
+    assert mysqldb_rota.store.driver()[0] == "mysqldb"
+    assert mysqldb_rota.drain().succeeded == 150
+    assert mysqldb_rota.result(ids[-1]) == 149
