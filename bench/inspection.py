@@ -88,7 +88,12 @@ def fill(rota: Rota, backend: str, now: datetime) -> None:
     with rota.store.engine.begin() as connection:
         for state, count in LIVE.items():
             connection.execute(text(rows(1, count, live=state)), {"now": now, "payload": PAYLOAD})
-        analyze = "ANALYZE {}" if backend == "postgres" else "ANALYZE TABLE {}"
+    # PostgreSQL: VACUUM, as autovacuum does to a table that has been in use, so the visibility
+    # map lets index-only scans skip the heap (just after a bulk load they do not: counts()
+    # took 470 ms instead of 95).
+    analyze = "VACUUM ANALYZE {}" if backend == "postgres" else "ANALYZE TABLE {}"
+    with rota.store.engine.connect() as connection:
+        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
         connection.execute(text(analyze.format(jobs)))
 
 
