@@ -1,0 +1,1 @@
+"""Integrations of rota with frameworks (``rota.contrib.django``)."""

@@ -1,0 +1,20 @@
+"""The Django app: ``settings.ROTA`` checked and every app's ``tasks.py`` imported at start-up."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
+
+from rota.contrib.django import project
+
+
+class RotaAppConfig(AppConfig):
+    name = "rota.contrib.django"
+    label = "rota"
+    verbose_name = "rota"
+
+    def ready(self) -> None:
+        """A wrong ``ROTA`` setting fails the start (``ConfigError``), not the first job; then
+        each installed app's ``tasks`` module registers its tasks on the project's Rota."""
+        project.check()
+        autodiscover_modules("tasks")

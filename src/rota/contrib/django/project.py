@@ -1,0 +1,159 @@
+"""The project's ``Rota``: configured by ``settings.ROTA``, built at its first use.
+
+``tasks.py`` modules are imported while Django starts (``apps.RotaAppConfig.ready``), before a
+test runner has switched the connections to its test databases. So the Rota takes its tasks
+and hooks from then on, but its database URL is derived, and its store made, only when it is
+first used for anything else: from the settings of the connection Django uses at that moment,
+the test database included. ``queue`` checks that this is still the database it was built on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+
+from rota.app import Rota
+from rota.contrib.django import connections as django_connections
+from rota.contrib.django import options
+from rota.contrib.django.databases import backend_driver, database_url
+from rota.enqueue import Enqueue
+from rota.errors import ConfigError
+from rota.observe.events import EventLog, Hook
+from rota.store import CallerConnection
+from rota.tasks import TaskDefinition, TaskRegistry
+
+NEW, BUILDING, BUILT = "new", "building", "built"
+_project: DjangoRota | None = None
+_project_lock = threading.Lock()
+
+
+def get_rota() -> DjangoRota:
+    """The project's one Rota (``from rota.contrib.django import rota``), made at the first
+    call; it reads ``settings.ROTA`` when it is first used."""
+    global _project
+    with _project_lock:
+        if _project is None:
+            _project = DjangoRota()
+        return _project
+
+
+def project_options(setting: Mapping[str, Any] | None = None) -> options.Options:
+    """``setting``, or else ``settings.ROTA`` (``{}`` when the project has none), read."""
+    return options.read(getattr(settings, "ROTA", {}) if setting is None else setting)
+
+
+def project_url(chosen: options.Options) -> str:
+    """The URL of the database ``chosen`` names, as Django's connection to it is now set."""
+    if chosen.database not in settings.DATABASES:
+        known = ", ".join(sorted(settings.DATABASES))
+        raise ConfigError(
+            f"settings.ROTA['DATABASE'] is {chosen.database!r}, which DATABASES does not "
+            f"define ({known})"
+        )
+    wrapper = connections[chosen.database]
+    driver = chosen.driver or backend_driver(wrapper)
+    return database_url(wrapper.vendor, wrapper.settings_dict, driver)
+
+
+def check(setting: Mapping[str, Any] | None = None) -> None:
+    """Every ``ConfigError`` the settings would give at the Rota's first use, now."""
+    chosen = project_options(setting)
+    chosen.config(project_url(chosen))
+
+
+class DjangoRota(Rota):
+    """A ``Rota`` on a Django database, built at its first use (see the module's docstring).
+
+    Sync handlers run as Django requests do (``connections.RequestTask``), and a job queued
+    inside a transaction of Django's on that database is written in it.
+
+    >>> rota = DjangoRota({"DATABASE": "default", "TABLE_PREFIX": "rota_"})
+    """
+
+    def __init__(self, setting: Mapping[str, Any] | None = None) -> None:
+        """``setting`` has the form of ``settings.ROTA``, which is read when it is ``None``.
+
+        ``Rota.__init__`` runs in ``_build``; until then the instance holds only what tasks
+        and hooks register."""
+        self._setting = setting
+        self._state = NEW
+        self._building = threading.RLock()
+        self._hooks: list[tuple[str, Hook]] = []
+        self._early = EventLog()
+        """Checks the hooks' event names when they are registered, not at the build."""
+        self.registry = TaskRegistry()
+
+    def __getattr__(self, name: str) -> Any:
+        """Only what ``Rota.__init__`` sets can be missing: build (or wait for the thread that
+        is building), then look again."""
+        if name.startswith("__") or self.__dict__.get("_state", BUILT) == BUILT:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._build()
+        return object.__getattribute__(self, name)
+
+    def _build(self) -> None:
+        with self._building:
+            if self._state != NEW:
+                return
+            self._state = BUILDING
+            registry, hooks = self.registry, self._hooks
+            try:
+                chosen = project_options(self._setting)
+                Rota.__init__(self, project_url(chosen), **chosen.keywords)
+            except BaseException:
+                self.registry, self._state = registry, NEW
+                raise
+            for definition in registry:
+                self.registry.add(definition)
+            for event, hook in hooks:
+                self.events.on(event, hook)
+            self._alias = chosen.database
+            self._where = _where(connections[chosen.database].settings_dict)
+            self._state = BUILT
+
+    def define_task(self, definition: TaskDefinition) -> TaskDefinition:
+        with self._building:  # never into the registry a build is replacing
+            return super().define_task(django_connections.as_request(definition))
+
+    def on(self, event: str, hook: Hook) -> None:
+        with self._building:
+            if self._state != BUILT:
+                self._early.on(event, hook)
+                self._hooks.append((event, hook))
+                return
+        super().on(event, hook)
+
+    def queue_many(
+        self, requests: Iterable[Enqueue], *, connection: CallerConnection | None = None
+    ) -> list[int]:
+        """``Rota.queue_many``; inside a transaction of Django's on the Rota's database (and
+        without a ``connection`` of the caller's), the jobs are written in that transaction."""
+        self._build()
+        self._check_database()
+        lent = (
+            None
+            if connection is not None
+            else django_connections.transaction_connection(self._alias)
+        )
+        if lent is None:
+            return super().queue_many(requests, connection=connection)
+        with self.store.borrow(lent) as borrowed:
+            return super().queue_many(requests, connection=borrowed)
+
+    def _check_database(self) -> None:
+        now = _where(connections[self._alias].settings_dict)
+        if now != self._where:
+            raise ConfigError(
+                f"this Rota was built on database {self._where[0]!r} of {self._alias!r}, which "
+                f"Django now connects to {now[0]!r} (a test database?): use the Rota only once "
+                "the database is the one it will stay on"
+            )
+
+
+def _where(database: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What tells one database of a Django connection from another."""
+    return (str(database.get("NAME")), str(database.get("HOST")), str(database.get("PORT")))

@@ -1,0 +1,1 @@
+"""The test project's one app: a model for the ORM queries, a ``tasks.py`` to discover."""

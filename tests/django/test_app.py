@@ -1,0 +1,166 @@
+"""The app in a project: ``tasks.py`` discovered at start-up, the project's Rota built on the
+test database at its first use, and ``manage.py rota <command>`` (``call_command``, and one real
+``manage.py rota worker``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from rota import ConfigError, JobContext, Rota
+from rota.contrib.django import DjangoRota, get_rota, project
+from rota.contrib.django.connections import RequestTask
+from tests.django.conftest import on, prefix
+from tests.helpers import sql_store, wait_until
+
+MANAGE = Path(__file__).with_name("manage.py")
+ROOT = MANAGE.parents[2]
+
+
+@pytest.fixture
+def project_rota(
+    monkeypatch: pytest.MonkeyPatch, make_rota: Callable[..., DjangoRota]
+) -> DjangoRota:
+    """The project's Rota (``get_rota()``) and its tasks, on SQLite with a prefix of this
+    test's."""
+    rota = make_rota("default")
+    for definition in get_rota().registry:
+        rota.define_task(definition)
+    monkeypatch.setattr(project, "_project", rota)
+    return rota
+
+
+def manage(*args: str) -> str:
+    out = StringIO()
+    call_command("rota", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_tasks_modules_are_discovered_and_run_as_requests() -> None:
+    from rota.contrib.django import rota
+
+    assert rota is get_rota()
+    definition = rota.registry.get("settings_module")
+    assert isinstance(definition, RequestTask)  # a sync handler between close_old_connections
+    assert definition.handler.__module__ == "tests.django.shop.tasks"
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_the_project_rota_is_built_on_the_test_database(alias: str) -> None:
+    """``tasks.py`` ran before pytest-django made the test database; the Rota is built later,
+    at its first use, on the database Django uses then."""
+    rota = get_rota()
+    test_database = connections[alias].settings_dict["NAME"]
+    assert test_database.endswith("test.sqlite3")
+    assert rota.config.url.endswith(test_database)
+    assert rota.config.poll_interval == 0.05  # from settings.ROTA
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_hooks_registered_before_the_build_are_kept(
+    make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    rota = make_rota(alias)
+    seen: list[int | None] = []
+    rota.on("job.succeeded", lambda event: seen.append(event.job_id))
+    with pytest.raises(ConfigError, match="unknown event"):
+        rota.on("job.finished", print)  # checked when registered, not at the build
+
+    @rota.task
+    def noop(ctx: JobContext) -> None: ...
+
+    job = rota.queue(noop)  # builds it
+    rota.drain()
+    assert seen == [job]
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_a_rota_built_before_django_switched_databases_says_so(
+    make_rota: Callable[..., DjangoRota], alias: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rota = make_rota(alias)
+    built_on = rota.config.url
+    monkeypatch.setitem(connections[alias].settings_dict, "NAME", "/elsewhere/other.sqlite3")
+    with pytest.raises(ConfigError, match="a test database"):
+        rota.queue("settings_module")
+    assert rota.config.url == built_on
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_migrate_check_and_jobs_through_call_command(project_rota: DjangoRota, alias: str) -> None:
+    assert "applied" in manage("migrate")
+    assert "already up to date" in manage("migrate")
+    report = json.loads(manage("check", "--json"))
+    assert report["ok"] is True
+    assert report["database"].startswith("sqlite database")
+    assert manage("jobs") == "no jobs\n"
+    job = project_rota.queue("settings_module")
+    listed = json.loads(manage("jobs", "--json"))
+    assert [(row["id"], row["task"], row["state"]) for row in listed] == [
+        (job, "settings_module", "pending")
+    ]
+    assert project_rota.drain().succeeded == 1
+    assert json.loads(manage("job", str(job), "--json"))["result"] == "tests.django.settings"
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_errors_exit_as_rota_does(
+    project_rota: DjangoRota, alias: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manage("migrate")
+    with pytest.raises(SystemExit) as usage:
+        manage("jobs", "--state", "bogus")
+    assert usage.value.code == 2
+    assert "Invalid value for '--state'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as missing:
+        manage("job", "999999")
+    assert missing.value.code == 1
+    assert "JOB_NOT_FOUND" in capsys.readouterr().err
+    manage("--settings=tests.django.settings", "jobs")  # manage.py's own option is dropped
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Iterator[tuple[Rota, dict[str, str]]]:
+    """A Rota on the SQLite file a ``manage.py`` process will use, and that process's env."""
+    table_prefix = prefix()
+    env = {
+        **os.environ,
+        "ROTA_TEST_DJANGO_DIR": str(tmp_path),
+        "ROTA_TEST_DJANGO_PREFIX": table_prefix,
+        "DJANGO_SETTINGS_MODULE": "tests.django.settings",
+    }
+    rota = Rota(f"sqlite:///{tmp_path}/main.sqlite3", table_prefix=table_prefix)
+    rota.jobs()
+    yield rota, env
+    sql_store(rota).engine.dispose()
+
+
+@pytest.mark.slow
+def test_manage_py_rota_worker_runs_the_projects_tasks(shared: tuple[Rota, dict[str, str]]) -> None:
+    rota, env = shared
+    job = rota.queue("settings_module")
+    worker = subprocess.Popen(
+        [sys.executable, str(MANAGE), "rota", "worker", "--grace", "5"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(lambda: rota.job(job).state.value == "succeeded", timeout=30)
+        assert rota.result(job) == "tests.django.settings"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+    assert worker.returncode == 0, output
