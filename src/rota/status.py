@@ -13,7 +13,8 @@ from rota.core.model import (
     ScheduleState,
     ScheduleStats,
 )
-from rota.store.base import JobSummary, Store
+from rota.store.base import Store
+from rota.store.values import JobSummary
 
 
 def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:

@@ -32,7 +32,8 @@ from rota.core.model import (
     claimable,
 )
 from rota.errors import RotaError
-from rota.store.base import DEPENDENTS_LISTED, JobSummary
+from rota.store.base import DEPENDENTS_LISTED
+from rota.store.values import JobSummary
 
 PER_PAGE = 50
 MAX_PAGE = 200

@@ -2,13 +2,15 @@
 
 ::
 
-    base.py        the Store and ScheduleStore protocols, and the values they return
+    base.py        the Store and ScheduleStore protocols
+    values.py      the values they return besides rota's model (server, schema, outlook)
     sql.py         SqlStore: the protocol over one database; open_store(url, prefix)
     borrowed.py    a Connection over a DB-API connection lent by its owner (Django)
     database.py    the shared Database: engine, dialect, tables, retried transactions
     jobs.py        a job's life: enqueue, claim, finish, leases, rescue, cancel, retry, prune
     reads.py       inspection: one job, lists, exact counts, pending by task and queue
     cluster.py     workers, named leases, paused queues
+    outlook.py     an idle worker's one look a poll: a job due, a lease expired, the next tick
     schedules.py   schedules by name, and firing each tick exactly once
     rows.py        rows to value types and back
     migrate.py     Alembic migrations: apply, print, and the schema's status
@@ -19,12 +21,14 @@
 
 from __future__ import annotations
 
-from rota.store.base import CallerConnection, ScheduleStore, SchemaStatus, ServerInfo, Store
+from rota.store.base import CallerConnection, ScheduleStore, Store
 from rota.store.migrate import head_revision, upgrade_sql
 from rota.store.sql import SqlStore, open_store
+from rota.store.values import Outlook, SchemaStatus, ServerInfo
 
 __all__ = [
     "CallerConnection",
+    "Outlook",
     "ScheduleStore",
     "SchemaStatus",
     "ServerInfo",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeAlias
 
@@ -20,12 +19,10 @@ from sqlalchemy.engine import Connection
 
 from rota.core.limits import FlowLimits
 from rota.core.model import (
-    AttemptError,
     Counts,
     Job,
     JobState,
     NewJob,
-    Progress,
     ProgressReport,
     Schedule,
     ScheduleChange,
@@ -37,6 +34,7 @@ from rota.core.model import (
 )
 from rota.core.schedule_edits import Edit
 from rota.core.transitions import Transition
+from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 MIGRATION_LOCK_TIMEOUT = 120.0
 """Seconds ``migrate`` waits for another process's migration of the same tables."""
@@ -47,63 +45,6 @@ DEPENDENTS_LISTED = 100
 CallerConnection: TypeAlias = Connection
 """A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    """The database server as ``connect`` found it."""
-
-    product: str
-    """``MySQL``, ``MariaDB``, ``PostgreSQL`` or ``SQLite``."""
-    version: str
-    skip_locked: str
-    """How claims keep two workers off one job: ``yes``, ``no`` or ``single writer``."""
-    problem: str | None = None
-    """Why rota cannot run on this server (no ``SKIP LOCKED``), or ``None``."""
-
-    def __str__(self) -> str:
-        return f"{self.product} {self.version}"
-
-
-@dataclass(frozen=True)
-class SchemaStatus:
-    """Where rota's tables stand against the migrations of this release."""
-
-    revision: str | None
-    head: str
-    state: str
-    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
-    problem: str | None
-    """Why the tables cannot serve this release, naming the fix; ``None`` when they can."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobSummary:
-    """A job as the dashboard's lists show it: what they need of its row, and its last error.
-
-    Arguments are as large as their callers make them (up to ``max_payload_bytes`` each), so a
-    page of a thousand whole jobs can hold a hundred megabytes; a summary leaves them out.
-    ``Store.job`` gives the whole job.
-    """
-
-    id: int
-    task: str
-    queue: str
-    state: JobState
-    attempt: int
-    max_attempts: int | None
-    run_at: datetime
-    finished_at: datetime | None
-    schedule: str | None
-    lease_owner: str | None
-    """The worker running it, while it runs."""
-    last_error: AttemptError | None
-    """The newest failed attempt's error (``None`` also when the column cannot be read)."""
-    progress: Progress | None = None
-    """The latest progress its handler reported (kept once it finished; cleared at a claim)."""
-    started_at: datetime | None = None
-    failures: int = 0
-    """How many of its attempts failed (the length of the job's ``errors``)."""
 
 
 class Store(Protocol):
@@ -326,6 +267,11 @@ class Store(Protocol):
 
     def server_time(self) -> datetime | None:
         """The database server's clock (UTC), or ``None`` where it is this host's (SQLite)."""
+        ...
+
+    def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
+        """One read for an idle worker: a claimable job due in ``queues`` of ``tasks``, an
+        expired lease, and the next tick (``store.outlook``)."""
         ...
 
 

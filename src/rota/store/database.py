@@ -23,12 +23,12 @@ from sqlalchemy.engine import URL, Connection
 from rota.core.backoff import doubling
 from rota.core.clock import as_utc
 from rota.errors import TransientStoreError
-from rota.store.base import ServerInfo
 from rota.store.dialects import dialect_for
 from rota.store.dialects.base import ConnectionSettings, default_connection_settings
 from rota.store.schema import build_schema
 from rota.store.secrets import hide
 from rota.store.urls import describe_url, normalise_url, url_secrets
+from rota.store.values import ServerInfo
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVarTuple, Unpack

@@ -14,9 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
 
-from rota.store.base import MIGRATION_LOCK_TIMEOUT, SchemaStatus
+from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
 from rota.store.urls import normalise_url
+from rota.store.values import SchemaStatus
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _IN_PROCESS = threading.Lock()

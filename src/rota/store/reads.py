@@ -18,10 +18,11 @@ from sqlalchemy.engine import Connection
 from typing_extensions import Unpack
 
 from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
-from rota.store.base import DEPENDENTS_LISTED, JobSummary
+from rota.store.base import DEPENDENTS_LISTED
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
+from rota.store.values import JobSummary
 
 FINISHED = [state for state in JobState if state.is_final]
 SUMMARY = [

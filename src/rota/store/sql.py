@@ -28,22 +28,17 @@ from rota.core.model import (
 from rota.core.transitions import Transition
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
-from rota.store.base import (
-    DEPENDENTS_LISTED,
-    MIGRATION_LOCK_TIMEOUT,
-    CallerConnection,
-    JobSummary,
-    SchemaStatus,
-    ServerInfo,
-)
+from rota.store.base import DEPENDENTS_LISTED, MIGRATION_LOCK_TIMEOUT, CallerConnection
 from rota.store.borrowed import Lender
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
 from rota.store.jobs import SqlJobs
+from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema
+from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 
 def open_store(
@@ -63,6 +58,7 @@ class SqlStore:
         self._reads = SqlReads(database)
         self._cluster = SqlCluster(database)
         self._lender = Lender(database)
+        self._outlook = SqlOutlook(database)
 
     @property
     def engine(self) -> Engine:
@@ -89,6 +85,9 @@ class SqlStore:
 
     def server_time(self) -> datetime | None:
         return self.database.server_time()
+
+    def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
+        return self._outlook.look(queues, tasks, now)
 
     def migrate(self, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) -> list[str]:
         return migrate.upgrade(self.database, lock_timeout)

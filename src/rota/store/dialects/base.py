@@ -33,9 +33,9 @@ from rota.errors import (
     TransientStoreError,
     unchained,
 )
-from rota.store.base import ServerInfo
 from rota.store.dialects.pooling import watch_pool
 from rota.store.secrets import decoded, hide
+from rota.store.values import ServerInfo
 
 logger = logging.getLogger("rota.store")
 MIGRATION_LOCK = "rota_migrate"

@@ -38,7 +38,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
-from rota.store.base import ServerInfo
 from rota.store.dialects.base import (
     ConnectionSettings,
     Dialect,
@@ -48,6 +47,7 @@ from rota.store.dialects.base import (
 )
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 from rota.store.secrets import encoded
+from rota.store.values import ServerInfo
 
 CONFLICT = frozenset({1205, 1213})
 TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}

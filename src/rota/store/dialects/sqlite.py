@@ -12,8 +12,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
 from rota.errors import ConfigError
-from rota.store.base import ServerInfo
 from rota.store.dialects.base import ConnectionSettings, Dialect, server_version
+from rota.store.values import ServerInfo
 
 
 class SQLiteDialect(Dialect):

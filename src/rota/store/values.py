@@ -1,0 +1,80 @@
+"""The values the ``Store`` protocol returns besides rota's own model (``rota.core.model``):
+what a connection found of the server and the schema, a job as lists show it, and an idle
+worker's outlook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rota.core.model import AttemptError, JobState, Progress
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The database server as ``connect`` found it."""
+
+    product: str
+    """``MySQL``, ``MariaDB``, ``PostgreSQL`` or ``SQLite``."""
+    version: str
+    skip_locked: str
+    """How claims keep two workers off one job: ``yes``, ``no`` or ``single writer``."""
+    problem: str | None = None
+    """Why rota cannot run on this server (no ``SKIP LOCKED``), or ``None``."""
+
+    def __str__(self) -> str:
+        return f"{self.product} {self.version}"
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where rota's tables stand against the migrations of this release."""
+
+    revision: str | None
+    head: str
+    state: str
+    """``missing``, ``up to date``, ``behind``, or ``newer`` (written by a newer release)."""
+    problem: str | None
+    """Why the tables cannot serve this release, naming the fix; ``None`` when they can."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """A job as the dashboard's lists show it: what they need of its row, and its last error.
+
+    Arguments are as large as their callers make them (up to ``max_payload_bytes`` each), so a
+    page of a thousand whole jobs can hold a hundred megabytes; a summary leaves them out.
+    ``Store.job`` gives the whole job.
+    """
+
+    id: int
+    task: str
+    queue: str
+    state: JobState
+    attempt: int
+    max_attempts: int | None
+    run_at: datetime
+    finished_at: datetime | None
+    schedule: str | None
+    lease_owner: str | None
+    """The worker running it, while it runs."""
+    last_error: AttemptError | None
+    """The newest failed attempt's error (``None`` also when the column cannot be read)."""
+    progress: Progress | None = None
+    """The latest progress its handler reported (kept once it finished; cleared at a claim)."""
+    started_at: datetime | None = None
+    failures: int = 0
+    """How many of its attempts failed (the length of the job's ``errors``)."""
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What one look found, at ``at`` (the caller's clock)."""
+
+    jobs_due: bool
+    """A pending job of the served queues and tasks is due, in an open queue."""
+    leases_expired: bool
+    """A running job's lease has expired: the rescue has work."""
+    next_tick: datetime | None
+    """The earliest next run of an active schedule."""
+    at: datetime
