@@ -1,8 +1,9 @@
 """A Rota application whose worker's claim loop cannot go on, for tests/faults/test_liveness.py.
 
-Its store's ``claim`` raises ``ClaimLoopBroken``, a ``BaseException`` (not an ``Exception`` a
-loop backs off from), once ``ROTA_TEST_DIE_AFTER`` claims have run (default 3): the claim loop
-ends, the worker stops heartbeating and ``rota worker`` must exit non-zero.  Configured from
+Its store's ``claim`` and ``outlook`` (the idle claim loop's look) raise ``ClaimLoopBroken``, a
+``BaseException`` (not an ``Exception`` a loop backs off from), once ``ROTA_TEST_DIE_AFTER``
+of them have run (default 3): the claim loop ends, the worker stops heartbeating and ``rota
+worker`` must exit non-zero.  Configured from
 the environment as tests/apps/process_app.py is.
 """
 
@@ -26,19 +27,22 @@ class ClaimLoopBroken(BaseException):
     """What no loop backs off from."""
 
 
-claims_left = int(os.environ.get("ROTA_TEST_DIE_AFTER", "3"))
-real_claim = app.store.claim
+calls_left = int(os.environ.get("ROTA_TEST_DIE_AFTER", "3"))
 
 
-def claim(*args: Any) -> Any:
-    global claims_left
-    if claims_left <= 0:
-        raise ClaimLoopBroken("the claim loop cannot go on")
-    claims_left -= 1
-    return real_claim(*args)
+def breaking(real: Any) -> Any:
+    def call(*args: Any) -> Any:
+        global calls_left
+        if calls_left <= 0:
+            raise ClaimLoopBroken("the claim loop cannot go on")
+        calls_left -= 1
+        return real(*args)
+
+    return call
 
 
-app.store.claim = claim  # type: ignore[method-assign,assignment]
+app.store.claim = breaking(app.store.claim)  # type: ignore[method-assign]
+app.store.outlook = breaking(app.store.outlook)  # type: ignore[method-assign]
 
 
 @app.task

@@ -126,6 +126,7 @@ class Lifecycle:
             self.scheduler_settings(),
             self._db_call,
             worker.notify,
+            worker.lookout,
         )
         self._scheduler.start()
 

@@ -22,8 +22,10 @@ from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.runtime import actors
 from rota.runtime.backoff import LoopBackoff
+from rota.runtime.lookout import Lookout
 from rota.runtime.timer import Timer
 from rota.store.base import ScheduleStore
+from rota.store.values import Outlook
 from rota.tasks import TaskRegistry
 
 MAX_BACKOFF = 30.0
@@ -114,7 +116,10 @@ class Scheduler:
         settings: SchedulerSettings,
         db_call: Callable[..., Awaitable[Any]],
         on_fired: Callable[[], None],
+        lookout: Lookout | None = None,
     ) -> None:
+        """``lookout``: the idle worker's outlook, whose next tick spares this loop its own
+        queries while it is fresh, and wakes it when a tick is due."""
         self.store = store
         self.registry = registry
         self.clock = clock
@@ -126,10 +131,22 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._timer = Timer(clock)
         self._task: asyncio.Task[None] | None = None
+        self._lookout = lookout
+        self._asked = True
+        """A schedule changed in this process (or none looked yet): query, whatever the outlook."""
+        self._looked: tuple[datetime, datetime | None] | None = None
+        """When this loop last queried, and the next tick it found."""
+        if lookout is not None:
+            lookout.listen(self._heard)
 
     def wake(self) -> None:
         """A schedule changed in this process: look again now rather than after the sleep."""
+        self._asked = True
         self._wake.set()
+
+    def _heard(self, outlook: Outlook) -> None:
+        if outlook.next_tick is not None and outlook.next_tick <= outlook.at:
+            self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="rota-scheduler")
@@ -155,11 +172,27 @@ class Scheduler:
 
     async def _pass(self) -> float:
         now = self.clock.now()
-        fired = await self._db(fire_due, self.store, self.registry, self.settings, self.events, now)
-        if fired:
-            self._on_fired()
-        next_due: datetime | None = await self._db(self.store.next_due)
+        known, next_due = self._known_next_tick()
+        if self._asked or not known or (next_due is not None and next_due <= now):
+            self._asked = False
+            events, settings = self.events, self.settings
+            fired = await self._db(fire_due, self.store, self.registry, settings, events, now)
+            if fired:
+                self._on_fired()
+            next_due = await self._db(self.store.next_due)
+            self._looked = (now, next_due)
         if next_due is None:
             return self.settings.poll_interval
         wait = (next_due - self.clock.now()).total_seconds()
         return min(max(wait, 0.0), self.settings.poll_interval)
+
+    def _known_next_tick(self) -> tuple[bool, datetime | None]:
+        """Whether the next tick is known without a query, and when it is: the newest of a
+        fresh outlook and this loop's own last query (unknown without a fresh outlook: the
+        worker is busy, so this loop queries, as it always did)."""
+        outlook = self._lookout.fresh() if self._lookout is not None else None
+        if outlook is None:
+            return False, None
+        if self._looked is not None and self._looked[0] >= outlook.at:
+            return True, self._looked[1]
+        return True, outlook.next_tick

@@ -6,9 +6,14 @@ narrowed by ``rota worker --queues`` / ``--concurrency``.
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from rota.core.model import WorkerInfo
 from rota.runtime.maintenance import Retention
+from rota.tasks import TaskRegistry
 
 
 @dataclass(frozen=True)
@@ -41,3 +46,18 @@ class WorkerSettings:
     @property
     def concurrency(self) -> int:
         return sum(pool.limit for pool in self.pools)
+
+    def describe(self, worker_id: str, registry: TaskRegistry, now: datetime) -> WorkerInfo:
+        """The row a worker registers with these settings and ``registry``'s tasks."""
+        return WorkerInfo(
+            id=worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues,
+            tasks=tuple(registry.names()),
+            task_queues={task.name: task.queue for task in registry},
+            concurrency=self.concurrency,
+            started_at=now,
+            heartbeat_at=now,
+            heartbeat_seconds=self.lease_seconds / 3,
+        )

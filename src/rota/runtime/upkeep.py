@@ -9,18 +9,19 @@ one meeting any other error, logged with its traceback.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
 from rota.core.model import ProgressReport
 from rota.core.transitions import lease_until
-from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
+from rota.runtime.lookout import Lookout
 from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
-from rota.runtime.timer import Timer
+from rota.runtime.settings import WorkerSettings
 from rota.store.base import Store
 
 DbCall = Callable[..., Awaitable[Any]]
@@ -32,22 +33,26 @@ class Upkeep:
         worker_id: str,
         store: Store,
         executor: Executor,
-        events: EventLog,
         db_call: DbCall,
-        timer: Timer,
-        lease_seconds: float,
-        max_backoff: float,
+        settings: WorkerSettings,
         alerts: TickAlerts | None = None,
+        lookout: Lookout | None = None,
     ) -> None:
+        """``lookout``: the idle claim loop's outlook, which spares the rescue its query while
+        it is fresh and says no lease expired, and wakes it when one has."""
         self.worker_id = worker_id
-        self.alerts = alerts
         self.store = store
         self.executor = executor
-        self.events = events
+        self.events = executor.events
         self._db = db_call
-        self.timer = timer
-        self.lease_seconds = lease_seconds
-        self.max_backoff = max_backoff
+        self.timer = executor.timer
+        self.lease_seconds = settings.lease_seconds
+        self.max_backoff = settings.max_backoff
+        self.alerts = alerts
+        self.lookout = lookout
+        self._expired = asyncio.Event()
+        if lookout is not None:
+            lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
 
     async def heartbeating(
         self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, str], None]
@@ -80,16 +85,20 @@ class Upkeep:
             await self.timer.sleep(delay)
 
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
+        """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook
+        says none expired (an idle worker's look covers it, and wakes this loop when one has)."""
         backoff = LoopBackoff("rescue", self.max_backoff)
         while True:
             delay = poll_interval
+            fresh = self.lookout.fresh() if self.lookout is not None else None
+            self._expired.clear()
             try:
-                if await self.rescue_once(batch):
+                if (fresh is None or fresh.leases_expired) and await self.rescue_once(batch):
                     rescued()
                 backoff.succeeded()
             except Exception as error:
                 delay = backoff.failed(error)
-            await self.timer.sleep(delay)
+            await self.timer.wait(self._expired, delay)
 
     async def rescue_once(self, batch: int) -> int:
         now = self.executor.clock.now()

@@ -21,17 +21,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from rota.core.limits import FlowLimits
-from rota.core.model import DrainResult, Job, JobState, WorkerInfo
+from rota.core.model import DrainResult, Job, JobState
 from rota.core.transitions import Transition, lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import SHUTDOWN, Executor
+from rota.runtime.lookout import Lookout
 from rota.runtime.reports import Reports
 from rota.runtime.settings import WorkerSettings
 from rota.runtime.upkeep import Upkeep
 from rota.store.base import Store
+from rota.store.values import Outlook
 
 INTERRUPTED_SETTLE = 1.0
 """Seconds an interrupted handler has, at the end of a stop's grace, to show it stopped."""
@@ -70,17 +72,9 @@ class Worker:
         self.alerts = TickAlerts(
             store.schedules, executor.registry, events, settings.alert_after_failures
         )
-        self.upkeep = Upkeep(
-            self.id,
-            store,
-            executor,
-            events,
-            db_call,
-            self.timer,
-            settings.lease_seconds,
-            settings.max_backoff,
-            self.alerts,
-        )
+        self.lookout = Lookout(self.clock, settings.poll_interval)
+        self._nudged = False
+        self.upkeep = Upkeep(self.id, store, executor, db_call, settings, self.alerts, self.lookout)
         self._running: dict[int, Running] = {}
         self._busy = [0] * len(settings.pools)
         self._outcomes: Counter[JobState] = Counter()
@@ -120,22 +114,11 @@ class Worker:
 
     def notify(self) -> None:
         """A job was queued in this process: look for work now instead of at the next poll."""
+        self._nudged = True
         self._wake.set()
 
     async def start(self) -> None:
-        now = self.clock.now()
-        info = WorkerInfo(
-            id=self.id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.settings.queues,
-            tasks=tuple(self.tasks),
-            task_queues={task.name: task.queue for task in self.executor.registry},
-            concurrency=self.settings.concurrency,
-            started_at=now,
-            heartbeat_at=now,
-            heartbeat_seconds=self.settings.lease_seconds / 3,
-        )
+        info = self.settings.describe(self.id, self.executor.registry, self.clock.now())
         await self._db(self.store.register_worker, info)
         self.events.emit(
             "worker.started",
@@ -289,14 +272,18 @@ class Worker:
 
     async def _claim_until_stopped(self) -> None:
         """Poll every ``busy_poll`` while claims find work, doubling up to ``poll_interval``
-        while they find none; with no free slot, wait for one."""
+        while they find none (then looking before claiming, unless nudged by a local enqueue);
+        with no free slot, wait for one."""
         backoff = LoopBackoff("claim", self.settings.max_backoff)
         idle_wait = self.settings.busy_poll
         while not self._stopping.is_set():
             wait: float | None = None
             if self._has_free_slot():
                 try:
-                    claimed = await self._claim_free()
+                    idle = idle_wait > self.settings.busy_poll and not self._nudged
+                    self._nudged = False
+                    worth = not idle or await self._work_in_sight()
+                    claimed = await self._claim_free() if worth else 0
                     backoff.succeeded()
                 except Exception as error:
                     claimed, idle_wait = 0, backoff.failed(error)
@@ -308,6 +295,14 @@ class Worker:
             if self._stopping.is_set():
                 return
             await self.timer.wait(self._wake, wait)
+
+    async def _work_in_sight(self) -> bool:
+        """An idle worker's one statement a poll (``runtime.lookout``): claim only if it says a
+        job is due; the rescue and the scheduler hear the rest."""
+        look = (self.store.outlook, self.settings.queues, self.tasks, self.clock.now())
+        outlook: Outlook = await self._db(*look)
+        self.lookout.heard(outlook)
+        return outlook.jobs_due
 
     def _has_free_slot(self) -> bool:
         return any(

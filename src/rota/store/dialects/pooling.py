@@ -30,8 +30,11 @@ PING_AFTER_IDLE = 1.0
 """Seconds in the pool after which a connection is pinged before use. A busy process, which
 reuses its connections within milliseconds, pays no ping; an idle one pays one per checkout,
 as with SQLAlchemy's ``pool_pre_ping``."""
-SERVER_POOL_OPTIONS: dict[str, Any] = {"pool_reset_on_return": None}
-"""The engine options that hand the reset on return over to ``watch_pool``."""
+SERVER_POOL_OPTIONS: dict[str, Any] = {"pool_reset_on_return": None, "pool_use_lifo": True}
+"""The engine options that hand the reset on return over to ``watch_pool``, and reuse the
+connection returned last: an idle worker's one look a poll keeps reusing one connection, used
+within ``PING_AFTER_IDLE``, instead of going round the pool and pinging each (the others age
+out on the server's ``wait_timeout`` and are pinged, or replaced, when next needed)."""
 _RETURNED = "rota_returned_at"
 
 

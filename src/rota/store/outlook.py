@@ -1,0 +1,54 @@
+"""An idle worker's one look at the database per poll: is a job due for it, has a lease
+expired, when is the next tick?  Three index-served subqueries in one ``SELECT``, so that a
+worker with nothing to do sends one statement a poll instead of one per loop (the claim's
+paused queues and candidates, the rescue's expired leases, the scheduler's due schedules and
+next tick); each loop runs its own statements only when the look says there is work for it.
+
+The look is a plain read (nothing locked): the claim and the rescue that follow decide.  Its
+``jobs_due`` applies the claim's own filters (queue open, task known, due, dependencies
+satisfied), so a job waiting for a dependency does not make every poll claim; a job over a
+flow limit does (the claim is what counts the limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import false, func, select
+
+from rota.core.model import JobState, ScheduleState
+from rota.store.database import Database
+from rota.store.dependencies import SqlDependencies
+from rota.store.rows import RUNNING, aware
+from rota.store.values import Outlook
+
+
+class SqlOutlook:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.dependencies = SqlDependencies(database)
+
+    def look(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
+        schema = self.database.schema
+        jobs, queue_rows, schedules = schema.jobs, schema.queues, schema.schedules
+        paused = select(queue_rows.c.name).where(queue_rows.c.paused)
+        due = select(jobs.c.id).where(
+            jobs.c.state == JobState.PENDING.value,
+            jobs.c.queue.in_(list(queues)),
+            jobs.c.queue.not_in(paused),
+            jobs.c.run_at <= now,
+            jobs.c.task.in_(list(tasks)),
+            self.dependencies.satisfied(),
+        )
+        expired = select(jobs.c.id).where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+        tick = select(func.min(schedules.c.next_run_at)).where(
+            schedules.c.state == ScheduleState.ACTIVE.value
+        )
+        query = select(
+            (due.exists() if queues and tasks else false()).label("jobs_due"),
+            expired.exists().label("leases_expired"),
+            tick.scalar_subquery().label("next_tick"),
+        )
+        ((jobs_due, leases_expired, next_tick),) = self.database.fetch(query)
+        return Outlook(bool(jobs_due), bool(leases_expired), aware(next_tick), now)
