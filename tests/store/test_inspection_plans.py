@@ -120,6 +120,8 @@ CALLS: dict[str, Callable[[Store], object]] = {
     "finished per hour": lambda store: store.finished_per_period(
         [START - timedelta(hours=24 - n) for n in range(25)]
     ),
+    # Not inspection, but as bound to the history: an idle worker sends it every poll.
+    "idle outlook": lambda store: store.outlook(["default"], ["t"], START),
 }
 
 

@@ -50,6 +50,11 @@ class SqlDependencies:
         would have been cancelled with it, hence a missing one counts as satisfied.  Served by
         the links' primary key (``job_id`` first) and the jobs' primary key.
         """
+        return or_(self.jobs.c.has_dependencies == false(), self.unblocked())
+
+    def unblocked(self) -> ColumnElement[bool]:
+        """No dependency of the job is still there without having succeeded (alone, with no
+        ``OR`` around it, PostgreSQL plans it as an anti-join on the links' primary key)."""
         jobs, links = self.jobs, self.links
         parent = jobs.alias("dependency")
         blocking = (
@@ -57,7 +62,7 @@ class SqlDependencies:
             .join(parent, parent.c.id == links.c.depends_on)
             .where(links.c.job_id == jobs.c.id, parent.c.state != SUCCEEDED)
         )
-        return or_(jobs.c.has_dependencies == false(), ~blocking.exists())
+        return ~blocking.exists()
 
     def prepare(
         self,

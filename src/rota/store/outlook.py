@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import false, func, select
+from sqlalchemy import false, func, or_, select
 
 from rota.core.model import JobState, ScheduleState
 from rota.store.database import Database
@@ -39,14 +39,17 @@ class SqlOutlook:
             jobs.c.queue.not_in(paused),
             jobs.c.run_at <= now,
             jobs.c.task.in_(list(tasks)),
-            self.dependencies.satisfied(),
         )
+        # The claim's dependency predicate, split in two: under its OR, PostgreSQL hashes the
+        # dependencies of every unfinished job at each look.
+        free = due.where(jobs.c.has_dependencies == false()).exists()
+        unblocked = due.where(jobs.c.has_dependencies, self.dependencies.unblocked()).exists()
         expired = select(jobs.c.id).where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
         tick = select(func.min(schedules.c.next_run_at)).where(
             schedules.c.state == ScheduleState.ACTIVE.value
         )
         query = select(
-            (due.exists() if queues and tasks else false()).label("jobs_due"),
+            (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
             expired.exists().label("leases_expired"),
             tick.scalar_subquery().label("next_tick"),
         )
