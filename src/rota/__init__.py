@@ -6,18 +6,8 @@ from rota.app import Rota
 from rota.context import Cancellation, JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import (
-    AttemptError,
-    Counts,
-    DrainResult,
-    Job,
-    JobState,
-    JobStatus,
-    Progress,
-    Schedule,
-    ScheduleAction,
-    ScheduleChange,
-)
+from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
+from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,

@@ -20,15 +20,8 @@ from typing_extensions import Unpack
 from rota.config import RotaConfig, Settings, default_url
 from rota.core import values
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import (
-    FINISHED_WINDOW,
-    Counts,
-    DrainResult,
-    Job,
-    JobStatus,
-    Schedule,
-    ScheduleChange,
-)
+from rota.core.model import FINISHED_WINDOW, Counts, DrainResult, Job, JobStatus
+from rota.core.schedules import Schedule, ScheduleChange
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
 from rota.observe.events import EventLog, Hook

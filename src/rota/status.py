@@ -5,14 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from rota.core.model import (
-    FINISHED_WINDOW,
-    JobState,
-    JobStatus,
-    Schedule,
-    ScheduleState,
-    ScheduleStats,
-)
+from rota.core.model import FINISHED_WINDOW, JobState, JobStatus
+from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.store.base import Store
 from rota.store.values import JobSummary
 

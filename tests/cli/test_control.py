@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from rota import JobContext, Rota
 from rota.cli import main
-from rota.core.model import JobState, ScheduleState
+from rota.core.model import JobState
+from rota.core.schedules import ScheduleState
 from rota.testing import FakeClock
 from tests.cli.conftest import Cli
 

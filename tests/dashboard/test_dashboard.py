@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from rota import JobContext, Rota
 from rota.cli import main
-from rota.core.model import JobState, ScheduleState, WorkerInfo
+from rota.core.model import JobState, WorkerInfo
+from rota.core.schedules import ScheduleState
 from rota.dashboard import create_app
 from rota.testing import FakeClock
 

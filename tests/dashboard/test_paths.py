@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from rota import JobContext, Rota
-from rota.core.model import ScheduleState
+from rota.core.schedules import ScheduleState
 from rota.dashboard import create_app
 from tests.dashboard.forms import Forms
 from tests.dashboard.serving import serving

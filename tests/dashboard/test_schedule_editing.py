@@ -24,7 +24,7 @@ from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 
 from rota import JobContext, Rota
-from rota.core.model import ScheduleAction
+from rota.core.schedules import ScheduleAction
 from rota.dashboard import create_app
 from tests.conftest import Database
 from tests.dashboard.forms import Forms

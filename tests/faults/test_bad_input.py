@@ -44,7 +44,8 @@ from rota.cli import main
 from rota.config import RotaConfig
 from rota.core import payload
 from rota.core.cron import Cron
-from rota.core.model import JobState, ScheduleState
+from rota.core.model import JobState
+from rota.core.schedules import ScheduleState
 from rota.dashboard import create_app
 from rota.errors import (
     ConfigError,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, insert, text
 
-from rota.core.model import FINISHED_WINDOW, JobState, ScheduleSource, ScheduleSpec
+from rota.core.model import FINISHED_WINDOW, JobState
+from rota.core.schedules import ScheduleSource, ScheduleSpec
 from rota.store import Store, open_store
 from rota.store.sql import SqlStore
 from tests.conftest import START, drop_prefixed_tables, server_url

@@ -23,7 +23,8 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
-from rota.core.model import Schedule, ScheduleState, Stranded, WorkerInfo
+from rota.core.model import Stranded, WorkerInfo
+from rota.core.schedules import Schedule, ScheduleState
 from rota.display import NONE, span
 from rota.errors import ConfigError, RotaError
 from rota.store import head_revision

@@ -15,7 +15,8 @@ import click
 from rota.app import Rota
 from rota.cli.common import JobId, connected, database_options, fail, job_id
 from rota.core.escaping import visible
-from rota.core.model import JobState, Schedule, ScheduleState
+from rota.core.model import JobState
+from rota.core.schedules import Schedule, ScheduleState
 from rota.display import when
 from rota.errors import ScheduleNotFound
 

@@ -21,7 +21,13 @@ from rota.cli.control import say
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core import schedule_edits
 from rota.core.cron import Cron, zone
-from rota.core.model import Schedule, ScheduleAction, ScheduleChange, ScheduleSource, ScheduleState
+from rota.core.schedules import (
+    Schedule,
+    ScheduleAction,
+    ScheduleChange,
+    ScheduleSource,
+    ScheduleState,
+)
 from rota.display import NONE, local, when
 
 PREVIEW_RUNS = 5

@@ -27,7 +27,8 @@ from rota.cli.common import (
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
-from rota.core.model import FINISHED_WINDOW, Job, JobState, Schedule, ScheduleState, ScheduleStats
+from rota.core.model import FINISHED_WINDOW, Job, JobState
+from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.display import NONE, local, progress, took, when
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.core.model import Schedule, ScheduleAction, ScheduleSource, ScheduleSpec, ScheduleState
+from rota.core.schedules import (
+    Schedule,
+    ScheduleAction,
+    ScheduleSource,
+    ScheduleSpec,
+    ScheduleState,
+)
 
 DEFINITION = ("task", "cron", "tz", "payload", "queue", "priority", "source")
 """The columns code or ``Rota.schedule()`` owns; the rest is run state."""

@@ -17,7 +17,8 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from rota.app import Rota
-from rota.core.model import JobState, ScheduleState
+from rota.core.model import JobState
+from rota.core.schedules import ScheduleState
 
 
 class RotaCollector:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rota.app import Rota
 from rota.core.cron import Cron, zone
-from rota.core.model import Schedule, ScheduleAction, ScheduleChange, ScheduleState
+from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange, ScheduleState
 from rota.dashboard.views import NEXT_RUNS, describe, whole_number
 from rota.display import NONE, local, when
 from rota.errors import InvalidCron, InvalidTimezone

@@ -20,17 +20,8 @@ from urllib.parse import urlencode
 
 from rota.app import Rota
 from rota.core.cron import Cron, zone
-from rota.core.model import (
-    FINISHED_WINDOW,
-    MAX_JOB_ID,
-    Job,
-    JobState,
-    Schedule,
-    ScheduleState,
-    ScheduleStats,
-    WorkerInfo,
-    claimable,
-)
+from rota.core.model import FINISHED_WINDOW, MAX_JOB_ID, Job, JobState, WorkerInfo, claimable
+from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.values import JobSummary

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rota.core.model import Job, JobState, ScheduleState
+from rota.core.model import Job, JobState
 from rota.core.names import check_name
+from rota.core.schedules import ScheduleState
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
 from rota.runtime.parts import Parts

@@ -16,8 +16,9 @@ from typing import Any
 
 from rota.core.clock import Clock
 from rota.core.cron import Cron
-from rota.core.model import NewJob, Schedule
+from rota.core.model import NewJob
 from rota.core.planner import plan
+from rota.core.schedules import Schedule
 from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.runtime import actors

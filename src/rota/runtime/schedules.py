@@ -17,7 +17,9 @@ from typing import Any
 
 from rota.core import payload, schedule_edits, values
 from rota.core.cron import Cron
-from rota.core.model import (
+from rota.core.names import check_name, name_problem
+from rota.core.schedule_edits import Edit
+from rota.core.schedules import (
     Schedule,
     ScheduleAction,
     ScheduleChange,
@@ -25,8 +27,6 @@ from rota.core.model import (
     ScheduleSpec,
     ScheduleState,
 )
-from rota.core.names import check_name, name_problem
-from rota.core.schedule_edits import Edit
 from rota.enqueue import Target
 from rota.errors import ConfigError, InvalidArguments, ScheduleConflict, ScheduleNotFound
 from rota.runtime import actors

@@ -18,21 +18,9 @@ from typing import Protocol, TypeAlias
 from sqlalchemy.engine import Connection
 
 from rota.core.limits import FlowLimits
-from rota.core.model import (
-    Counts,
-    Job,
-    JobState,
-    NewJob,
-    ProgressReport,
-    Schedule,
-    ScheduleChange,
-    ScheduleSpec,
-    ScheduleState,
-    ScheduleStats,
-    Stranded,
-    WorkerInfo,
-)
+from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport, Stranded, WorkerInfo
 from rota.core.schedule_edits import Edit
+from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import Transition
 from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 

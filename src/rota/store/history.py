@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from rota.core.model import ScheduleChange
+from rota.core.schedules import ScheduleChange
 from rota.store.database import Database
 from rota.store.rows import change_values, to_change
 

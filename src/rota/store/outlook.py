@@ -17,7 +17,8 @@ from datetime import datetime
 
 from sqlalchemy import false, func, or_, select
 
-from rota.core.model import JobState, ScheduleState
+from rota.core.model import JobState
+from rota.core.schedules import ScheduleState
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import RUNNING, aware

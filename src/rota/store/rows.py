@@ -9,20 +9,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rota.core import payload
-from rota.core.model import (
-    DEFAULT_QUEUE,
-    AttemptError,
-    Job,
-    JobState,
-    NewJob,
-    Progress,
+from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, Progress, WorkerInfo
+from rota.core.schedules import (
     Schedule,
     ScheduleAction,
     ScheduleChange,
     ScheduleSource,
     ScheduleSpec,
     ScheduleState,
-    WorkerInfo,
 )
 from rota.errors import InvalidArguments
 

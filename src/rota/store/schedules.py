@@ -16,9 +16,9 @@ from sqlalchemy import and_, case, false, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from rota.core.model import (
-    JobState,
-    NewJob,
+from rota.core.model import JobState, NewJob
+from rota.core.schedule_edits import Edit, created, definition, sync
+from rota.core.schedules import (
     Schedule,
     ScheduleAction,
     ScheduleChange,
@@ -26,7 +26,6 @@ from rota.core.model import (
     ScheduleState,
     ScheduleStats,
 )
-from rota.core.schedule_edits import Edit, created, definition, sync
 from rota.store.database import Database
 from rota.store.history import ScheduleHistory
 from rota.store.rows import aware, job_values, to_schedule

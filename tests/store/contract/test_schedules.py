@@ -6,14 +6,8 @@ from __future__ import annotations
 import threading
 from datetime import datetime, timedelta
 
-from rota.core.model import (
-    NewJob,
-    Schedule,
-    ScheduleSource,
-    ScheduleSpec,
-    ScheduleState,
-    ScheduleStats,
-)
+from rota.core.model import NewJob
+from rota.core.schedules import Schedule, ScheduleSource, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import OutcomeKind
 from rota.store import ScheduleStore, Store
 from tests.conftest import START
