@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, case, delete, select, true, update
+from sqlalchemy import Select, and_, case, delete, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -22,7 +22,7 @@ from rota.store.cluster import read_paused
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
-from rota.store.rows import RUNNING, WAITING, errors_json, job_values, to_job
+from rota.store.rows import RUNNING, WAITING, errors_json, job_values, set_only, to_job
 
 
 class SqlJobs:
@@ -58,7 +58,7 @@ class SqlJobs:
         """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
         plain = [row for row in rows if row["unique_key"] is None]
         table, dialect = self.table, self.database.dialect
-        inserted = dialect.insert_ids(connection, table, _set_only(table, plain)) if plain else []
+        inserted = dialect.insert_ids(connection, table, set_only(table, plain)) if plain else []
         ids = dict(zip((id(row) for row in plain), inserted, strict=True))
         for row in rows:
             if row["unique_key"] is not None:
@@ -363,22 +363,6 @@ class SqlJobs:
             return len(ids)
 
         return self.database.transaction(work)
-
-
-def _set_only(table: Table, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` without the columns NULL in all of them and without a default: the database
-    writes NULL there anyway, and the driver need not adapt them row by row (PyMySQL escapes
-    each parameter in Python; most jobs leave 5 of 16 columns unset)."""
-    unset = {
-        key
-        for key, value in rows[0].items()
-        if value is None
-        and table.c[key].server_default is None
-        and all(row[key] is None for row in rows)
-    }
-    if not unset:
-        return rows
-    return [{key: value for key, value in row.items() if key not in unset} for row in rows]
 
 
 RESULTS_PER_STATEMENT_BYTES = 4 * 1024 * 1024

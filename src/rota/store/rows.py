@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from sqlalchemy import Table
+
 from rota.core import payload
 from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, Progress, WorkerInfo
 from rota.core.schedules import (
@@ -46,6 +48,22 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
         "rate_key": job.rate_key,
         "has_dependencies": bool(job.depends_on),
     }
+
+
+def set_only(table: Table, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` without the columns NULL in all of them and without a default: the database
+    writes NULL there anyway, and the driver need not adapt them row by row (PyMySQL escapes
+    each parameter in Python; most jobs leave 5 of 16 columns unset)."""
+    unset = {
+        key
+        for key, value in rows[0].items()
+        if value is None
+        and table.c[key].server_default is None
+        and all(row[key] is None for row in rows)
+    }
+    if not unset:
+        return rows
+    return [{key: value for key, value in row.items() if key not in unset} for row in rows]
 
 
 def to_job(data: Mapping[Any, Any]) -> Job:
