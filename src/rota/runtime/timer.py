@@ -9,7 +9,6 @@ through hours of leases, retries and ticks by advancing the clock, without sleep
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,9 +43,12 @@ class Timer:
         try:
             await asyncio.wait({waiter, *([timer] if timer else [])}, return_when="FIRST_COMPLETED")
         finally:
-            for future in (waiter, timer):
-                if future is not None and not future.done():
-                    future.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await future
+            pending = [f for f in (waiter, timer) if f is not None and not f.done()]
+            for future in pending:
+                future.cancel()
+            if pending:
+                # Wait for them to end (a virtual sleep leaves the clock's list), but never
+                # swallow a cancellation of this task that arrives meanwhile, as awaiting each
+                # with CancelledError suppressed would: the task would wait on, uncancellable.
+                await asyncio.wait(pending)
         return event.is_set()

@@ -277,6 +277,7 @@ class Worker:
         backoff = LoopBackoff("claim", self.settings.max_backoff)
         idle_wait = self.settings.busy_poll
         while not self._stopping.is_set():
+            self._wake.clear()  # before the look: a wake-up during it is not lost
             wait: float | None = None
             if self._has_free_slot():
                 try:
@@ -291,7 +292,6 @@ class Worker:
                     wait = idle_wait = self.settings.busy_poll
                 else:
                     wait, idle_wait = idle_wait, min(self.settings.poll_interval, idle_wait * 2)
-            self._wake.clear()
             if self._stopping.is_set():
                 return
             await self.timer.wait(self._wake, wait)
