@@ -12,11 +12,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from rota import ConfigError, InvalidArguments, JobContext, JobState, Rota, TaskDefinition
 from rota.core.limits import KEY_LENGTH, Candidate, FlowLimits, Rate, admit, parse_rate, stored_key
+from rota.runtime.maintenance import Retention, prune_if_leased
 from rota.testing import FakeClock
 from tests.conftest import START
+from tests.helpers import sql_store
 
 LEASE = timedelta(seconds=30)
 
@@ -257,3 +260,33 @@ def test_stored_keys_stay_exact_on_every_backend() -> None:
         stored = stored_key(key)
         assert len(stored) <= KEY_LENGTH and "#" in stored
         assert stored != stored_key(key + "y")
+
+
+def test_old_key_rows_are_pruned_and_made_again_when_needed(
+    make_rota: Callable[..., Rota], clock: FakeClock
+) -> None:
+    rota = make_rota()
+
+    @rota.task(concurrency_limit=1, concurrency_key="account:{account}", rate_limit="10/m")
+    def sync(ctx: JobContext, account: int) -> None: ...
+
+    def keys() -> set[str]:
+        table = sql_store(rota).schema.limits
+        with sql_store(rota).engine.connect() as connection:
+            return set(connection.execute(select(table.c.key)).scalars())
+
+    rota.queue(sync, 1)
+    rota.queue(sync, 2)
+    assert rota.drain().succeeded == 2
+    made = keys()
+    assert len(made) == 3, "two accounts' concurrency keys and the task's rate key"
+    retention, lease = Retention(), timedelta(minutes=2)
+    clock.advance(retention.limits - timedelta(minutes=1))
+    assert prune_if_leased(rota.store, "me", retention, clock.now(), lease) == 0
+    assert keys() == made, "written within the retention: kept"
+    clock.advance(timedelta(minutes=2))
+    prune_if_leased(rota.store, "me", retention, clock.now(), lease)
+    assert keys() == set()
+    rota.queue(sync, 1)
+    assert rota.drain().succeeded == 1
+    assert len(keys()) == 2, "made again by the next claim of the key"

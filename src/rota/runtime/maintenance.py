@@ -30,6 +30,8 @@ class Retention:
     """Also how long cancelled jobs and schedules' history entries are kept."""
     workers: timedelta = timedelta(hours=1)
     """How long the row of a worker that stopped heartbeating is kept (listed as dead)."""
+    limits: timedelta = timedelta(days=1)
+    """How long a flow-limit key's row is kept after it was last written."""
     batch: int = 500
     max_batches: int = 200
 
@@ -60,10 +62,12 @@ def prune_if_leased(
     """Prune when this owner holds (or takes) the prune lease; ``None`` when another does.
 
     Rows of workers dead for longer than ``retention.workers`` go too (a worker killed with
-    SIGKILL never unregisters); their count is not in the jobs' count returned."""
+    SIGKILL never unregisters), and flow-limit key rows not written for ``retention.limits``
+    (a batch a pass); their count is not in the jobs' count returned."""
     if not store.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
         return None
     store.prune_workers(now - retention.workers)
+    store.prune_limits(now - retention.limits, retention.batch)
     return prune_finished(store, retention, now)
 
 

@@ -248,6 +248,10 @@ class Store(Protocol):
         """Delete the rows of workers whose last heartbeat is older than ``before``; how many."""
         ...
 
+    def prune_limits(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` flow-limit key rows last written before ``before``."""
+        ...
+
     def stranded(self, alive_at: datetime) -> list[Stranded]:
         """Pending jobs that none of the workers live at ``alive_at`` can claim, counted by
         task and queue (sorted so), each with the reason."""

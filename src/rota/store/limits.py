@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, case, func, or_, select, update
+from sqlalchemy import Select, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -208,6 +208,22 @@ class FlowClaims:
             select(limits.c.key, limits.c.tokens, limits.c.updated_at).where(limits.c.key.in_(keys))
         )
         return {key: (tokens, at) for key, tokens, at in connection.execute(query)}
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` key rows last written before ``before`` (a key of a task no
+        longer limited, an account gone): a row only serializes the claims of its key, and a
+        rate window lasts at most an hour, so an old row holds nothing a claim needs; the next
+        claim of its key makes it again.  Rows a claim holds now are passed over."""
+        table = self.table
+        old = select(table.c.key).where(table.c.updated_at < before).limit(limit)
+
+        def work(connection: Connection) -> int:
+            keys = list(connection.execute(self.database.dialect.lock_for_claim(old)).scalars())
+            if keys:
+                connection.execute(delete(table).where(table.c.key.in_(keys)))
+            return len(keys)
+
+        return self.database.transaction(work)
 
     def _full_keys(self, flows: Mapping[str, FlowLimits], now: datetime) -> Select[Any] | None:
         """The concurrency keys full now, a subquery of the candidate query: a hint read without

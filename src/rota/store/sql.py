@@ -223,6 +223,9 @@ class SqlStore:
     def prune_workers(self, before: datetime) -> int:
         return self._cluster.prune_workers(before)
 
+    def prune_limits(self, before: datetime, limit: int) -> int:
+        return self._jobs.flow.prune(before, limit)
+
     def acquire_lease(self, name: str, owner: str, now: datetime, until: datetime) -> bool:
         return self._cluster.acquire_lease(name, owner, now, until)
 
