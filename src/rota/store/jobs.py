@@ -83,20 +83,28 @@ class SqlJobs:
     ) -> Select[Any]:
         """The candidate query of ``claim``, exposed so tests can EXPLAIN it."""
         jobs = self.table
-        queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
         query = (
             select(jobs)
-            .where(
-                jobs.c.state == JobState.PENDING.value,
-                queue_match,
-                jobs.c.run_at <= now,
-                jobs.c.task.in_(tasks),
-                self.dependencies.satisfied(),
-            )
+            .where(*self.due(queues, tasks, now), self.dependencies.satisfied())
             .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
             .limit(limit)
         )
         return self.database.dialect.lock_for_claim(query)
+
+    def due(
+        self, queues: Sequence[str], tasks: Sequence[str], now: datetime
+    ) -> list[ColumnElement[bool]]:
+        """A pending job of ``tasks`` in ``queues`` whose time has come: what a claim asks of
+        its candidates besides their dependencies and an open queue, and the idle look asks
+        too, so that the look never sees less work than a claim would."""
+        jobs = self.table
+        queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
+        return [
+            jobs.c.state == JobState.PENDING.value,
+            queue_match,
+            jobs.c.run_at <= now,
+            jobs.c.task.in_(tasks),
+        ]
 
     def claim(
         self,

@@ -15,44 +15,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import false, func, or_, select
+from sqlalchemy import false, or_, select
 
-from rota.core.model import JobState
-from rota.core.schedules import ScheduleState
 from rota.store.database import Database
-from rota.store.dependencies import SqlDependencies
+from rota.store.jobs import SqlJobs
 from rota.store.rows import RUNNING, aware
+from rota.store.schedules import SqlSchedules
 from rota.store.values import Outlook
 
 
 class SqlOutlook:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, jobs: SqlJobs, schedules: SqlSchedules) -> None:
         self.database = database
-        self.dependencies = SqlDependencies(database)
+        self.jobs = jobs
+        self.schedules = schedules
 
     def look(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         schema = self.database.schema
-        jobs, queue_rows, schedules = schema.jobs, schema.queues, schema.schedules
+        jobs, queue_rows = schema.jobs, schema.queues
         paused = select(queue_rows.c.name).where(queue_rows.c.paused)
         due = select(jobs.c.id).where(
-            jobs.c.state == JobState.PENDING.value,
-            jobs.c.queue.in_(list(queues)),
-            jobs.c.queue.not_in(paused),
-            jobs.c.run_at <= now,
-            jobs.c.task.in_(list(tasks)),
+            *self.jobs.due(list(queues), list(tasks), now), jobs.c.queue.not_in(paused)
         )
         # The claim's dependency predicate, split in two: under its OR, PostgreSQL hashes the
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
-        unblocked = due.where(jobs.c.has_dependencies, self.dependencies.unblocked()).exists()
+        unblocked = due.where(jobs.c.has_dependencies, self.jobs.dependencies.unblocked()).exists()
         expired = select(jobs.c.id).where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
-        tick = select(func.min(schedules.c.next_run_at)).where(
-            schedules.c.state == ScheduleState.ACTIVE.value
-        )
         query = select(
             (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
             expired.exists().label("leases_expired"),
-            tick.scalar_subquery().label("next_tick"),
+            self.schedules.next_due_query().scalar_subquery().label("next_tick"),
         )
         ((jobs_due, leases_expired, next_tick),) = self.database.fetch(query)
         return Outlook(bool(jobs_due), bool(leases_expired), aware(next_tick), now)

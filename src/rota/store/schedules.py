@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, false, func, select, update
+from sqlalchemy import Select, and_, case, false, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -137,12 +137,15 @@ class SqlSchedules:
         return [to_schedule(row._mapping) for row in self.database.fetch(query)]
 
     def next_due(self) -> datetime | None:
+        ((value,),) = self.database.fetch(self.next_due_query())
+        return aware(value)
+
+    def next_due_query(self) -> Select[Any]:
+        """The earliest next run of an active schedule (the idle look asks it too)."""
         table = self.table
-        query = select(func.min(table.c.next_run_at)).where(
+        return select(func.min(table.c.next_run_at)).where(
             table.c.state == ScheduleState.ACTIVE.value
         )
-        ((value,),) = self.database.fetch(query)
-        return aware(value)
 
     def fire(
         self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime

@@ -58,7 +58,7 @@ class SqlStore:
         self._reads = SqlReads(database)
         self._cluster = SqlCluster(database)
         self._lender = Lender(database)
-        self._outlook = SqlOutlook(database)
+        self._outlook = SqlOutlook(database, self._jobs, self.schedules)
 
     @property
     def engine(self) -> Engine:
