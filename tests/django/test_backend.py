@@ -219,3 +219,12 @@ def test_enqueue_in_a_transaction_exists_only_if_it_commits(rota: DjangoRota, al
         committed = tasks.meaning_of_life.enqueue()
     assert rota.drain().succeeded == 1  # the committed job only
     assert tasks.meaning_of_life.get_result(committed.id).return_value == 42
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_a_paused_job_is_ready_and_a_cancelled_one_failed(rota: DjangoRota) -> None:
+    paused, cancelled = tasks.meaning_of_life.enqueue(), tasks.meaning_of_life.enqueue()
+    assert rota.pause(int(paused.id)) and rota.cancel(int(cancelled.id))
+    assert tasks.meaning_of_life.get_result(paused.id).status == TaskResultStatus.READY
+    found = tasks.meaning_of_life.get_result(cancelled.id)
+    assert (found.status, found.is_finished) == (TaskResultStatus.FAILED, True)

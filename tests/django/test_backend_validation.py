@@ -13,7 +13,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from rota.contrib.django import DjangoRota
+from rota.contrib.django import DjangoRota, project
 from rota.contrib.django.backend_api import (
     InvalidTask,
     TaskResult,
@@ -21,6 +21,7 @@ from rota.contrib.django.backend_api import (
     task_backends,
     task_enqueued,
 )
+from rota.contrib.django.connections import RequestTask
 from tests.django import backend_tasks as tasks
 from tests.django.backend_setup import rota_backend, tasks_setting
 from tests.django.conftest import on
@@ -116,3 +117,21 @@ def test_unknown_options_and_a_path_that_is_no_rota_are_errors(rota: DjangoRota)
         pytest.raises(ImproperlyConfigured, match="is not a Rota"),
     ):
         tasks.echo.enqueue()
+
+
+@pytest.mark.parametrize("alias", SQLITE)
+def test_by_default_a_task_is_defined_on_the_projects_rota(
+    monkeypatch: pytest.MonkeyPatch, make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    """As when a worker imports an app's ``tasks.py``: making the task defines it, a sync one
+    as a Django request (``RequestTask``), before anything is enqueued."""
+    rota = make_rota(alias)
+    monkeypatch.setattr(project, "_project", rota)
+    setting = tasks_setting()
+    del setting["default"]["OPTIONS"]["ROTA"]
+    with override_settings(TASKS=setting):
+        made = task()(tasks.meaning_of_life.func)
+        assert isinstance(rota.registry.get(made.module_path), RequestTask)
+        result = made.enqueue()
+        assert rota.drain().succeeded == 1
+        assert made.get_result(result.id).return_value == 42
