@@ -62,8 +62,16 @@ class Renderer:
     def render(
         self, request: Request, template: str, context: dict[str, Any], status: int = 200
     ) -> HTMLResponse:
-        """A page, with the CSRF token its forms embed (and the cookie it pairs with)."""
-        nonce = request.cookies.get(CSRF_COOKIE) or ""
+        """A page, with the CSRF token its forms embed (and the cookie it pairs with).
+
+        During a session the token is the session's, whatever CSRF cookie the request
+        brought, so a page served before the session's cookie is paired (the first page after
+        an enclosing application's login) has forms that work."""
+        session = self.keys.session(request)
+        if session is not None:
+            nonce = self.keys.session_csrf_nonce(session)
+        else:
+            nonce = request.cookies.get(CSRF_COOKIE) or ""
         fresh = not nonce
         if fresh:
             nonce = secrets.token_urlsafe(32)

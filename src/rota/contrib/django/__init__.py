@@ -17,7 +17,9 @@
         rota.queue(send_welcome, user.id)
 
 ``manage.py rota worker`` runs the worker (``manage.py rota <command>``: every ``rota``
-command). The database is ``DATABASES[ROTA["DATABASE"]]`` (``options``, ``databases``).
+command). The database is ``DATABASES[ROTA["DATABASE"]]`` (``options``, ``databases``). With
+``ROTA["DASHBOARD"]``, ``dashboard.with_dashboard`` serves the dashboard from the project's ASGI
+application, for staff users (``staff``), and the admin's index links to it.
 """
 
 from __future__ import annotations

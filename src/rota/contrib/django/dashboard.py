@@ -1,0 +1,117 @@
+"""rota's dashboard served by a Django project's ASGI application, under ``ROTA["DASHBOARD"]``.
+
+::
+
+    # asgi.py
+    from django.core.asgi import get_asgi_application
+    from rota.contrib.django.dashboard import with_dashboard
+
+    application = with_dashboard(get_asgi_application())
+
+``with_dashboard`` routes the requests under ``PATH`` (``/rota/``) to the dashboard, with that
+prefix as their ``root_path`` so every link, redirect and cookie stays under it, and everything
+else to Django. With ``AUTH`` ``"staff"`` (the default) only an active staff user's Django
+session opens it (``rota.contrib.django.staff``); with ``"token"`` the dashboard's own login
+does. The dashboard is built at its first request, not at import: the Rota is then on the
+database Django connects to by then (a test database under a test runner), as everywhere else.
+
+Django's ASGI handler refuses lifespan events, which uvicorn then logs as an error; this app
+answers them itself (there is nothing to start), so the server starts cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rota.app import Rota
+from rota.contrib.django.options import DashboardOptions
+from rota.contrib.django.project import get_rota, project_options
+from rota.errors import ConfigError
+
+DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
+"""Django's ``ASGIHandler`` (its types are not quite Starlette's ``ASGIApp``), or any ASGI app."""
+
+
+def dashboard_options() -> DashboardOptions:
+    """``settings.ROTA["DASHBOARD"]``, read; a ``ConfigError`` when the project has none."""
+    chosen = project_options().dashboard
+    if chosen is None:
+        raise ConfigError(
+            "settings.ROTA has no 'DASHBOARD' key: set ROTA['DASHBOARD'] = "
+            "{'PATH': '/rota/', 'AUTH': 'staff'} to serve the dashboard"
+        )
+    return chosen
+
+
+def build_dashboard(rota: Rota, chosen: DashboardOptions) -> ASGIApp:
+    """The dashboard app of ``rota`` that ``chosen`` asks for."""
+    from rota.dashboard import create_app
+
+    if chosen.auth == "token":
+        return create_app(rota, token=chosen.token, metrics_token=chosen.metrics_token)
+    from rota.contrib.django.staff import DjangoKeys, StaffOnly
+    from rota.dashboard.app import DashboardApp
+
+    return StaffOnly(DashboardApp(rota, DjangoKeys(clock=rota.clock)).starlette())
+
+
+class WithDashboard:
+    """An ASGI app: the dashboard under its prefix, ``django`` (the project's app) elsewhere."""
+
+    def __init__(self, django: DjangoASGI, rota: Rota | None, chosen: DashboardOptions) -> None:
+        self.django = django
+        self.rota = rota
+        self.options = chosen
+        self.prefix = chosen.path.rstrip("/")
+        self.dashboard: ASGIApp | None = None
+
+    def app(self) -> ASGIApp:
+        """The dashboard, built at the first request (one event loop: no two build it)."""
+        if self.dashboard is None:
+            self.dashboard = build_dashboard(self.rota or get_rota(), self.options)
+        return self.dashboard
+
+    def inside(self, scope: Scope) -> dict[str, Any] | None:
+        """The dashboard's scope for a request under the prefix, else ``None``.
+
+        The path is taken relative to the server's ``root_path`` (a site served under a
+        prefix of its own), and the dashboard's ``root_path`` is both together: as ASGI says,
+        its ``path`` keeps the whole of the URL's path."""
+        root = str(scope.get("root_path", "")).rstrip("/")
+        path = str(scope["path"])
+        relative = path[len(root) :] if root and path.startswith(root + "/") else path
+        if relative != self.prefix and not relative.startswith(self.prefix + "/"):
+            return None
+        return {**scope, "root_path": root + self.prefix, "path": root + relative}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        child = self.inside(scope) if scope["type"] == "http" else None
+        if child is None:
+            await self.django(scope, receive, send)
+            return
+        await self.app()(child, receive, send)
+
+
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Start-up and shut-down, acknowledged: neither Django nor the dashboard needs them."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def with_dashboard(django: DjangoASGI, rota: Rota | None = None) -> WithDashboard:
+    """``django`` (``get_asgi_application()``) with the dashboard of ``rota`` (the project's,
+    ``from rota.contrib.django import rota``, unless given) under ``ROTA["DASHBOARD"]["PATH"]``.
+
+    The setting is read now, so a project without it fails at start, not at a request."""
+    return WithDashboard(django, rota, dashboard_options())

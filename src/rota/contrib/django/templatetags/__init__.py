@@ -1,0 +1,1 @@
+"""The template tags of rota's Django app (``{% load rota_dashboard %}``)."""
