@@ -1,0 +1,1 @@
+"""An example Django project on rota: a shop whose orders are confirmed by background jobs."""

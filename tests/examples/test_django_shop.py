@@ -1,0 +1,61 @@
+"""The example Django project's own tests (``examples/django_shop/tests``), with pytest-django on
+SQLite, MariaDB through mysqlclient and through PyMySQL, and PostgreSQL.
+
+Each runs in a pytest process of its own, in the project's directory, as its README says to
+run them: Django's settings (and which module stands in for ``MySQLdb``) are set once per
+process, and this session may already have set up the test project of ``tests/django``. The
+database comes in ``$SHOP_DATABASE_URL``; outside CI an unreachable server skips its run, in
+CI it fails (``tests.conftest``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.conftest import SERVERS, _server_error
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django_shop"
+RUNS = {
+    "sqlite": (None, "sqlite"),
+    "mariadb-mysqlclient": ("mariadb", "mysql"),
+    "mariadb-pymysql": ("mariadb", "mysql+pymysql"),
+    "postgres": ("postgres", "postgresql"),
+}
+SUMMARY = re.compile(r"^(\d+) passed in [\d.]+s", re.MULTILINE)
+
+
+def database_url(backend: str | None, scheme: str) -> str:
+    """The example's ``$SHOP_DATABASE_URL`` for the test server of ``backend``."""
+    if backend is None:
+        return "sqlite:///db.sqlite3"
+    error = _server_error(backend)
+    if error is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs every database server: {error}")
+        pytest.skip(error)
+    variable, default = SERVERS[backend]
+    url = make_url(os.environ.get(variable, default)).set(drivername=scheme)
+    return url.render_as_string(hide_password=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", list(RUNS))
+def test_the_example_django_project_passes_its_tests(run: str) -> None:
+    env = {**os.environ, "SHOP_DATABASE_URL": database_url(*RUNS[run])}
+    env.pop("DJANGO_SETTINGS_MODULE", None)  # tests/django's, when its conftest ran first
+    command = [sys.executable, "-m", "pytest", "-q", "--ds=shop_project.settings"]
+    done = subprocess.run(
+        command, cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=100, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    summary = SUMMARY.search(output)  # every test passed: none skipped, none failed
+    assert summary is not None, output
+    assert int(summary.group(1)) >= 10, output
