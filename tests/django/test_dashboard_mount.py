@@ -61,6 +61,21 @@ def test_without_the_setting_there_is_no_dashboard_to_mount() -> None:
         with_dashboard(django_app)
 
 
+@pytest.mark.parametrize(
+    ("tokens", "message"),
+    [
+        ({"TOKEN": "short"}, "at least 16"),
+        ({"TOKEN": TOKEN, "METRICS_TOKEN": TOKEN}, "must differ"),
+    ],
+)
+def test_a_bad_token_fails_the_mount_not_a_request(tokens: dict[str, str], message: str) -> None:
+    with (
+        override_settings(ROTA={"DASHBOARD": {"AUTH": "token", **tokens}}),
+        pytest.raises(ConfigError, match=message),
+    ):
+        with_dashboard(django_app)
+
+
 async def django_app(scope: Scope, receive: Receive, send: Send) -> None:
     """Stands for Django's ASGI app: says which path and root_path it was given."""
     body = f"django {scope['root_path']}|{scope['path']}".encode()

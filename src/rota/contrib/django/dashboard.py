@@ -113,5 +113,11 @@ def with_dashboard(django: DjangoASGI, rota: Rota | None = None) -> WithDashboar
     """``django`` (``get_asgi_application()``) with the dashboard of ``rota`` (the project's,
     ``from rota.contrib.django import rota``, unless given) under ``ROTA["DASHBOARD"]["PATH"]``.
 
-    The setting is read now, so a project without it fails at start, not at a request."""
-    return WithDashboard(django, rota, dashboard_options())
+    The setting is read now, and its tokens checked, so a project without it, or with a token
+    too short to be one, fails at start, not at a request."""
+    chosen = dashboard_options()
+    if chosen.auth == "token":
+        from rota.dashboard.security import Keys
+
+        Keys(chosen.token, metrics_token=chosen.metrics_token)  # ConfigError for a bad one
+    return WithDashboard(django, rota, chosen)
