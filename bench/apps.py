@@ -1,4 +1,8 @@
-"""The service the throughput and latency benchmarks run under ``rota worker``: two tasks."""
+"""The service the throughput and latency benchmarks run under ``rota worker``: two tasks.
+
+No task here has a flow limit, so its worker claims on the plain path; the flow benchmark's
+worker (``bench.flow_app``) has the limited ones.
+"""
 
 from __future__ import annotations
 
@@ -23,16 +27,4 @@ async def noop(ctx: JobContext) -> None:
 @app.task(retries=0)
 async def sleep10(ctx: JobContext) -> None:
     """I/O-bound work: 10 ms of waiting, which concurrency should overlap."""
-    await asyncio.sleep(0.01)
-
-
-@app.task(retries=0)
-async def keyed(ctx: JobContext, key: int) -> None:
-    """10 ms of waiting, with a key, as ``keyed_limited`` but without a limit."""
-    await asyncio.sleep(0.01)
-
-
-@app.task(retries=0, concurrency_limit=1, concurrency_key="k:{key}")
-async def keyed_limited(ctx: JobContext, key: int) -> None:
-    """At most one job per key runs at once across every worker (bench/flow.py)."""
     await asyncio.sleep(0.01)

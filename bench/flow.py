@@ -41,7 +41,7 @@ def flow_limits(config: Config, backend: str, rounds: int = 3) -> list[Result]:
     rates: dict[str, list[float]] = {PLAIN: [], LIMITED: []}
     with (
         fresh(config, backend) as (rota, url, prefix),
-        workers(url, prefix, PROCESSES, CONCURRENCY, poll=0.2),
+        workers(url, prefix, PROCESSES, CONCURRENCY, poll=0.2, app="bench.flow_app:app"),
     ):
         done = 0
         for _ in range(rounds):

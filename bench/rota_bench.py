@@ -29,15 +29,12 @@ from rota.core.model import NewJob
 from rota.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = [
-    sys.executable,
-    "-c",
-    "from rota.cli import main; main()",
-    "worker",
-    "bench.apps:app",
-    "--log-level",
-    "warning",
-]
+APP = "bench.apps:app"
+
+
+def worker_command(app: str = APP) -> list[str]:
+    cli = "from rota.cli import main; main()"
+    return [sys.executable, "-c", cli, "worker", app, "--log-level", "warning"]
 
 
 @contextmanager
@@ -72,7 +69,7 @@ def fresh(config: Config, backend: str) -> Iterator[tuple[Rota, str, str]]:
 
 @contextmanager
 def workers(
-    url: str, prefix: str, count: int, concurrency: int, poll: float = 0.5
+    url: str, prefix: str, count: int, concurrency: int, poll: float = 0.5, app: str = APP
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     env = {
         **os.environ,
@@ -81,7 +78,7 @@ def workers(
         "BENCH_CONCURRENCY": str(concurrency),
         "BENCH_POLL": str(poll),
     }
-    processes = [subprocess.Popen(WORKER, cwd=ROOT, env=env) for _ in range(count)]
+    processes = [subprocess.Popen(worker_command(app), cwd=ROOT, env=env) for _ in range(count)]
     try:
         yield processes
     finally:

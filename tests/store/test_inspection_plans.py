@@ -123,6 +123,8 @@ CALLS: dict[str, Callable[[Store], object]] = {
     ),
     # Not inspection, but as bound to the history: an idle worker sends it every poll.
     "idle outlook": lambda store: store.outlook(["default"], ["t"], START),
+    # Its paused-queue subquery must leave the claim index to the jobs.
+    "claim": lambda store: store.claim("w", ["default"], ["t"], 1, START, START),
 }
 
 

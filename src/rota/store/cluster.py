@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Table, delete, insert, or_, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import WorkerInfo
@@ -90,9 +90,5 @@ class SqlCluster:
         return self.database.transaction(work)
 
     def paused_queues(self) -> set[str]:
-        return self.database.transaction(lambda conn: read_paused(conn, self.schema.queues))
-
-
-def read_paused(connection: Connection, queues: Table) -> set[str]:
-    """The paused queues, read in the caller's transaction (a claim reads them in its own)."""
-    return set(connection.execute(select(queues.c.name).where(queues.c.paused)).scalars())
+        paused = select(self.schema.queues.c.name).where(self.schema.queues.c.paused)
+        return self.database.transaction(lambda conn: set(conn.execute(paused).scalars()))

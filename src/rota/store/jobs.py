@@ -18,7 +18,6 @@ from sqlalchemy.sql.elements import ColumnElement
 from rota.core.limits import FlowLimits
 from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
-from rota.store.cluster import read_paused
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
@@ -81,11 +80,18 @@ class SqlJobs:
     def claim_query(
         self, queues: Sequence[str], tasks: Sequence[str], limit: int, now: datetime
     ) -> Select[Any]:
-        """The candidate query of ``claim``, exposed so tests can EXPLAIN it."""
-        jobs = self.table
+        """The candidate query of ``claim``, exposed so tests can EXPLAIN it.
+
+        The paused queues are a subquery of it, read and not locked (a locking read locks the
+        rows of its own tables only, on MySQL and PostgreSQL): a claim is one round trip fewer
+        than with them read first, and still sees a pause committed before it began.
+        """
+        jobs, registry = self.table, self.database.schema.queues
+        paused = select(registry.c.name).where(registry.c.paused)
         query = (
             select(jobs)
             .where(*self.due(queues, tasks, now), self.dependencies.satisfied())
+            .where(jobs.c.queue.not_in(paused))
             .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
             .limit(limit)
         )
@@ -130,25 +136,15 @@ class SqlJobs:
             "progress_note": None,
         }
 
-        registry = self.database.schema.queues
-
         def work(connection: Connection) -> list[Job]:
             if flows:
-                # The paused queues go in the candidate query (its subquery is read, not
-                # locked): one round trip less for the limited claim, which has more of them.
-                paused = select(registry.c.name).where(registry.c.paused)
 
                 def query(n: int) -> Select[Any]:
-                    open_queue = self.table.c.queue.not_in(paused)
-                    return self.claim_query(queues, tasks, n, now).where(open_queue)
+                    return self.claim_query(queues, tasks, n, now)
 
                 claimed = self.flow.claim(connection, query, flows, limit, now, values)
             else:
-                closed = read_paused(connection, registry)
-                open_queues = [queue for queue in queues if queue not in closed]
-                if not open_queues:
-                    return []
-                candidates = self.claim_query(open_queues, tasks, limit, now)
+                candidates = self.claim_query(queues, tasks, limit, now)
                 claimed = self.database.dialect.claim(connection, self.table, candidates, values)
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
