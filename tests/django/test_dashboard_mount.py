@@ -13,15 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
+from django.db import transaction
 from django.test import override_settings
 from starlette.types import Message, Receive, Scope, Send
 
-from rota import ConfigError
+from rota import ConfigError, JobContext, JobState
 from rota.contrib.django import DjangoRota, options
 from rota.contrib.django.checks import admin_link
 from rota.contrib.django.dashboard import with_dashboard
 from rota.contrib.django.options import DashboardOptions
 from tests.django.conftest import on
+from tests.django.shop.models import Order
 
 TOKEN = "a-dashboard-token-of-some-length"
 
@@ -113,9 +115,8 @@ def test_requests_under_the_prefix_reach_the_dashboard_and_the_rest_django(
         assert response.text == f"django {root_path}|{root_path}{elsewhere}"
 
 
-def test_the_lifespan_is_answered_without_building_the_dashboard() -> None:
-    with override_settings(ROTA={"DASHBOARD": {}}):
-        app = with_dashboard(django_app)
+def run_lifespan(app: Any) -> list[str]:
+    """What ``app`` answers a server's lifespan start-up and shut-down with."""
     sent: list[Message] = []
     messages: list[Message] = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
 
@@ -126,11 +127,28 @@ def test_the_lifespan_is_answered_without_building_the_dashboard() -> None:
         sent.append(message)
 
     asyncio.run(app({"type": "lifespan"}, receive, send))
-    assert [message["type"] for message in sent] == [
-        "lifespan.startup.complete",
-        "lifespan.shutdown.complete",
-    ]
-    assert app.dashboard is None
+    return [message["type"] for message in sent]
+
+
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_the_lifespan_prepares_the_rota_for_a_first_queue_inside_a_transaction(
+    make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    """On SQLite a Rota's first use waits for Django's write lock; prepared at start-up, the
+    first use may be a queue() inside atomic() after the transaction wrote."""
+    rota = make_rota(alias)
+
+    @rota.task
+    def ship(ctx: JobContext, order: int) -> None: ...
+
+    with override_settings(ROTA={"DASHBOARD": {}}):
+        app = with_dashboard(django_app, rota)
+    assert run_lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert app.dashboard is None  # built at its first request only
+    with transaction.atomic(using=alias):
+        order = Order.objects.using(alias).create(reference="L-1")
+        job = rota.queue(ship, order.id)
+    assert rota.job(job).state is JobState.PENDING
 
 
 def test_the_admin_link_needs_rota_before_the_admin() -> None:

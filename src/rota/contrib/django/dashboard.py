@@ -16,20 +16,28 @@ does. The dashboard is built at its first request, not at import: the Rota is th
 database Django connects to by then (a test database under a test runner), as everywhere else.
 
 Django's ASGI handler refuses lifespan events, which uvicorn then logs as an error; this app
-answers them itself (there is nothing to start), so the server starts cleanly.
+answers them itself, and at start-up prepares the project's Rota (``DjangoRota.prepare``: it
+connects and checks its schema), so that a view's first ``queue()`` inside ``atomic()`` is not
+the process's first use of it (on SQLite that use would wait for the view's own transaction).
+A database that cannot be reached then is logged, and the server starts all the same, as
+Django's does: the Rota connects at its first use instead.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rota.app import Rota
 from rota.contrib.django.options import DashboardOptions
-from rota.contrib.django.project import get_rota, project_options
-from rota.errors import ConfigError
+from rota.contrib.django.project import DjangoRota, get_rota, project_options
+from rota.errors import ConfigError, RotaError
+
+logger = logging.getLogger(__name__)
 
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
 """Django's ``ASGIHandler`` (its types are not quite Starlette's ``ASGIApp``), or any ASGI app."""
@@ -74,6 +82,16 @@ class WithDashboard:
             self.dashboard = build_dashboard(self.rota or get_rota(), self.options)
         return self.dashboard
 
+    async def prepare(self) -> None:
+        """The project's Rota connected and its schema checked, in a thread (it blocks)."""
+        rota = self.rota or get_rota()
+        if not isinstance(rota, DjangoRota):
+            return
+        try:
+            await sync_to_async(rota.prepare, thread_sensitive=False)()
+        except RotaError as error:
+            logger.warning("rota is not ready at start-up (%s: %s)", error.code, error)
+
     def inside(self, scope: Scope) -> dict[str, Any] | None:
         """The dashboard's scope for a request under the prefix, else ``None``.
 
@@ -89,7 +107,7 @@ class WithDashboard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+            await lifespan(receive, send, self.prepare)
             return
         child = self.inside(scope) if scope["type"] == "http" else None
         if child is None:
@@ -98,11 +116,12 @@ class WithDashboard:
         await self.app()(child, receive, send)
 
 
-async def lifespan(receive: Receive, send: Send) -> None:
-    """Start-up and shut-down, acknowledged: neither Django nor the dashboard needs them."""
+async def lifespan(receive: Receive, send: Send, start: Callable[[], Awaitable[None]]) -> None:
+    """Start-up (``start``, then acknowledged) and shut-down (acknowledged: nothing to stop)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            await start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

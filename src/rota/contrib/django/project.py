@@ -115,6 +115,18 @@ class DjangoRota(Rota):
             self._where = _where(connections[chosen.database].settings_dict)
             self._state = BUILT
 
+    def prepare(self) -> None:
+        """Connect and check the schema (make it, with ``auto_migrate``) now, as the first use
+        of the Rota would.
+
+        That first use runs on rota's own connection, and on SQLite, which has one writer,
+        waits for any transaction of Django's that has written: a ``queue()`` inside
+        ``atomic()`` that is a process's first use would wait for its own transaction. So a
+        server prepares the Rota before its first request (``dashboard.WithDashboard`` does,
+        at the ASGI lifespan's start-up)."""
+        self._build()
+        self._life.ensure_ready()
+
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
         with self._building:  # never into the registry a build is replacing
             return super().define_task(django_connections.as_request(definition))
