@@ -79,6 +79,8 @@ def drop_prefixed_tables(url: str, prefix: str) -> None:
             for name in inspect(connection).get_table_names():
                 if name.startswith(prefix):
                     connection.execute(text(f"DROP TABLE {name}"))
+            if connection.dialect.name == "postgresql":  # the trigger's, of migration 0008
+                connection.execute(text(f"DROP FUNCTION IF EXISTS {prefix}notify_new_jobs()"))
     finally:
         engine.dispose()
 

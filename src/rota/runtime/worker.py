@@ -28,6 +28,7 @@ from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import SHUTDOWN, Executor
+from rota.runtime.listener import JobListener
 from rota.runtime.lookout import Lookout
 from rota.runtime.reports import Reports
 from rota.runtime.settings import WorkerSettings
@@ -73,6 +74,7 @@ class Worker:
             store.schedules, executor.registry, events, settings.alert_after_failures
         )
         self.lookout = Lookout(self.clock, settings.poll_interval)
+        self.listener = JobListener(store, self.notify, settings.max_backoff)
         self._nudged = False
         self.upkeep = Upkeep(self.id, store, executor, db_call, settings, self.alerts, self.lookout)
         self._running: dict[int, Running] = {}
@@ -126,6 +128,7 @@ class Worker:
             queues=",".join(info.queues),
             concurrency=info.concurrency,
         )
+        self.listener.start(asyncio.get_running_loop())
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self.reports.writing(), name="rota-report")
         self._heartbeat = self._heartbeat_loop()
@@ -182,6 +185,7 @@ class Worker:
         whose handler stops are released with the attempt given back, the others abandoned."""
         self._stopping.set()
         self._wake.set()
+        self.listener.stop()
         if self._claim_loop is not None:
             await self._claim_loop
         await self._until_settled(grace, ends_with_grace=True)

@@ -35,6 +35,20 @@ CallerConnection: TypeAlias = Connection
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
 
 
+class NewJobSignal(Protocol):
+    """A connection of its own that hears jobs inserted by any process as they commit; one
+    thread waits on it, any thread may interrupt it."""
+
+    def wait(self, timeout: float) -> bool:
+        """Whether new jobs were announced within ``timeout`` seconds; ``False`` at once once
+        interrupted; a ``StoreError`` when the connection is lost."""
+        ...
+
+    def interrupt(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Store(Protocol):
     @property
     def schedules(self) -> ScheduleStore: ...
@@ -264,6 +278,11 @@ class Store(Protocol):
     def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         """One read for an idle worker: a claimable job due in ``queues`` of ``tasks``, an
         expired lease, and the next tick (``store.outlook``)."""
+        ...
+
+    def listen_for_jobs(self) -> NewJobSignal | None:
+        """A new listening connection, or ``None`` where the backend announces no jobs (MySQL,
+        SQLite: workers poll)."""
         ...
 
 

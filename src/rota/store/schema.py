@@ -56,6 +56,11 @@ class Schema:
     schedule_history: Table
 
 
+def jobs_channel(prefix: str) -> str:
+    """The PostgreSQL ``NOTIFY`` channel on which the jobs table announces inserted jobs."""
+    return f"{prefix}jobs"
+
+
 def build_schema(prefix: str = "rota_") -> Schema:
     metadata = MetaData()
     jobs = Table(

@@ -37,7 +37,8 @@ from rota.store.jobs import SqlJobs
 from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
-from rota.store.schema import Schema
+from rota.store.schema import Schema, jobs_channel
+from rota.store.signals import ListeningConnection
 from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 
@@ -102,6 +103,11 @@ class SqlStore:
 
     def dispose(self) -> None:
         self.database.engine.dispose()
+
+    def listen_for_jobs(self) -> ListeningConnection | None:
+        if not self.database.dialect.announces_new_jobs:
+            return None
+        return ListeningConnection(self.database, jobs_channel(self.database.table_prefix))
 
     # -- jobs ------------------------------------------------------------------------------
 

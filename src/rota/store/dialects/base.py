@@ -97,6 +97,9 @@ class Dialect:
     product: ClassVar[str]
     drivers: ClassVar[Mapping[str, str]] = {}
     """Bare URL schemes and the driver rota ships an extra for (``mysql`` → ``mysql+pymysql``)."""
+    announces_new_jobs: ClassVar[bool] = False
+    """Whether the jobs table notifies a channel of inserted jobs (migration 0008), which a
+    worker can listen on (``store.signals``) instead of waiting for its next poll."""
 
     def normalise(self, url: URL) -> URL:
         """Name the default driver when the URL names none."""

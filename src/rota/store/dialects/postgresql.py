@@ -32,6 +32,7 @@ class PostgreSQLDialect(Dialect):
     name = "postgresql"
     product = "PostgreSQL"
     drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
+    announces_new_jobs = True
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         idle, interval, count = connection.keepalive_probes()
