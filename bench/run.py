@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import bare, flow, idle, inspection, rota_bench
+from bench import bare, flow, idle, inspection, network, rota_bench
 from bench.common import Config, Result
 from bench.report import baselines, chart, ratios, table
 
@@ -48,6 +48,7 @@ def rota_scenarios(config: Config, backend: str) -> list[Callable[[], list[Resul
     if backend != "sqlite":
         steps.append(lambda: flow.flow_limits(config, backend))
         steps.append(lambda: idle.idle(config, backend))
+        steps.append(lambda: network.network(config, backend))
         if not config.quick:  # 5,000,000 rows to fill: minutes, not a smoke run
             steps.append(lambda: inspection.inspection(config, backend))
     return steps
