@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -103,3 +105,45 @@ def test_without_opentelemetry_rota_makes_no_calls(
 
     rota.queue(noop)
     assert rota.drain().succeeded == 1
+
+
+TRACED_LATER = """
+import subprocess
+import sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from rota import Rota
+
+rota = Rota(f"sqlite:///{sys.argv[1]}")
+
+@rota.task
+def noop() -> None: ...
+
+untraced = rota.job(rota.queue(noop))
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+traced = rota.job(rota.queue(noop))
+rota.drain()
+print(untraced.trace is None, traced.trace is not None)
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_spans_are_made_only_once_a_tracer_provider_is_set(tmp_path: Path) -> None:
+    """Without a provider the API's spans go nowhere: none is made and no trace context is
+    stored; a provider set globally later is used from then on (a fresh process, since the
+    global provider can be set once)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", TRACED_LATER, str(tmp_path / "rota.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    flags, names = ran.stdout.splitlines()
+    assert flags == "True True"
+    assert names == str(["rota enqueue", "rota run noop", "rota run noop"])

@@ -24,6 +24,7 @@ class Telemetry:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         self._trace = trace
+        self._own_tracer = tracer_provider is not None
         self._propagator = TraceContextTextMapPropagator()
         self._tracer = trace.get_tracer("rota", tracer_provider=tracer_provider)
         meter = metrics.get_meter("rota", meter_provider=meter_provider)
@@ -34,9 +35,20 @@ class Telemetry:
         self._duration = meter.create_histogram("rota.job.duration", unit="s")
         self._queue_wait = meter.create_histogram("rota.job.queue_wait", unit="s")
 
+    @property
+    def tracing(self) -> bool:
+        """Whether spans go anywhere: a tracer provider was given or one was set globally.
+        Until then the API's spans are no-ops that still cost a ``queue()`` several per cent,
+        so none is made (a provider set later is used from then on)."""
+        provider = self._trace.get_tracer_provider()
+        return self._own_tracer or not isinstance(provider, self._trace.ProxyTracerProvider)
+
     @contextmanager
     def enqueue(self, tasks: Sequence[str]) -> Iterator[str | None]:
         """A producer span around an enqueue; yields the trace context to store on the jobs."""
+        if not self.tracing:
+            yield None
+            return
         attributes: dict[str, Any] = {
             "rota.jobs": len(tasks),
             "rota.task": ",".join(sorted(set(tasks))),
@@ -50,6 +62,12 @@ class Telemetry:
 
     def begin(self, job: Job, now: datetime) -> Any:
         """Start the consumer span of one attempt, linked to its enqueue span if known."""
+        self._counters["started"].add(1, {"rota.task": job.task, "rota.queue": job.queue})
+        self._queue_wait.record(
+            max(0.0, (now - job.run_at).total_seconds()), {"rota.task": job.task}
+        )
+        if not self.tracing:
+            return None
         links = []
         if job.trace:
             context = self._propagator.extract({TRACEPARENT: job.trace})
@@ -57,10 +75,6 @@ class Telemetry:
             if linked.is_valid:
                 links.append(self._trace.Link(linked))
         attributes = _attributes(job)
-        self._counters["started"].add(1, {"rota.task": job.task, "rota.queue": job.queue})
-        self._queue_wait.record(
-            max(0.0, (now - job.run_at).total_seconds()), {"rota.task": job.task}
-        )
         return self._tracer.start_span(
             f"rota run {job.task}",
             kind=self._trace.SpanKind.CONSUMER,
@@ -77,19 +91,24 @@ class Telemetry:
         duration: float,
         error: BaseException | None,
     ) -> None:
+        """Count the outcome and end ``span`` (``None`` while nothing traces)."""
         labels = {"rota.task": job.task, "rota.queue": job.queue}
-        span.set_attribute("rota.outcome", outcome.kind.value)
-        span.set_attribute("rota.next_state", transition.target.value)
+        failed = outcome.kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT)
         if outcome.kind is OutcomeKind.SUCCEEDED:
             self._counters["succeeded"].add(1, labels)
-        elif outcome.kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT):
+        elif failed:
             retried = transition.target.value == "pending"
             self._counters["retried" if retried else "failed"].add(1, labels)
+        self._duration.record(duration, {**labels, "rota.outcome": outcome.kind.value})
+        if span is None:
+            return
+        span.set_attribute("rota.outcome", outcome.kind.value)
+        span.set_attribute("rota.next_state", transition.target.value)
+        if failed:
             if error is not None:
                 span.record_exception(error)
             message = outcome.error.message if outcome.error else outcome.kind.value
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
-        self._duration.record(duration, {**labels, "rota.outcome": outcome.kind.value})
         span.end()
 
 
