@@ -84,6 +84,15 @@ async def waiting(clock: VirtualClock, seconds: float) -> None:
     await eventually(lambda: due in clock.deadlines(), timeout=15)
 
 
+TIMED_LOOPS = 4
+"""A started worker's loops that sleep on the clock: claim, heartbeat, rescue and prune."""
+
+
+async def asleep(clock: VirtualClock) -> None:
+    """Until every timed loop sleeps: none is half-way through a poll begun at the old time."""
+    await eventually(lambda: sum(d > clock.now() for d in clock.deadlines()) >= TIMED_LOOPS)
+
+
 def test_heartbeats_keep_a_long_job_leased_for_ten_lease_periods(parts: Parts) -> None:
     release = asyncio.Event()
 
@@ -133,8 +142,11 @@ def test_a_timeout_of_an_hour_and_its_retry_pass_in_virtual_time(parts: Parts) -
         assert [error.code for error in job.errors] == ["TIMEOUT"]
         retry_in = (job.run_at - parts.clock.now()).total_seconds()
         assert 450 <= retry_in <= 600, "the back-off, jittered by up to 25 %"
-        await waiting(parts.clock, 1.0)  # the claim loop's poll
-        await advance(parts.clock, retry_in, lambda: parts.job(job_id).state is JobState.SUCCEEDED)
+        await asleep(parts.clock)  # else a look begun before the advance would miss the job
+        # A microsecond past: the float of retry_in, rounded back to microseconds, may fall
+        # just short of run_at, and the job would not yet be due.
+        due = retry_in + 1e-6
+        await advance(parts.clock, due, lambda: parts.job(job_id).state is JobState.SUCCEEDED)
         assert attempts == [1, 2]
         await worker.stop(grace=0)
 
