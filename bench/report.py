@@ -9,7 +9,7 @@ from bench.common import Result
 
 
 def _label(result: Result) -> str:
-    keys = ("processes", "concurrency", "batch", "rate", "finished_jobs", "replicas")
+    keys = ("processes", "concurrency", "batch", "rate", "finished_jobs", "replicas", "log")
     shown = [f"{key}={result.params[key]}" for key in keys if key in result.params]
     return ", ".join(shown)
 

@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = "bench.apps:app"
 
 
-def worker_command(app: str = APP) -> list[str]:
+def worker_command(app: str = APP, log_level: str = "warning") -> list[str]:
     cli = "from rota.cli import main; main()"
-    return [sys.executable, "-c", cli, "worker", app, "--log-level", "warning"]
+    return [sys.executable, "-c", cli, "worker", app, "--log-level", log_level]
 
 
 @contextmanager
@@ -69,8 +69,18 @@ def fresh(config: Config, backend: str) -> Iterator[tuple[Rota, str, str]]:
 
 @contextmanager
 def workers(
-    url: str, prefix: str, count: int, concurrency: int, poll: float = 0.5, app: str = APP
+    url: str,
+    prefix: str,
+    count: int,
+    concurrency: int,
+    poll: float = 0.5,
+    app: str = APP,
+    log: Path | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``log``: the workers log at INFO (the execution log: a line per job started and
+    finished) into that file, as a deployment writing its log to disk would."""
+    command = worker_command(app, "info" if log else "warning")
+    output = open(log, "ab") if log else None  # noqa: SIM115 - closed below
     env = {
         **os.environ,
         "BENCH_URL": url,
@@ -78,7 +88,10 @@ def workers(
         "BENCH_CONCURRENCY": str(concurrency),
         "BENCH_POLL": str(poll),
     }
-    processes = [subprocess.Popen(worker_command(app), cwd=ROOT, env=env) for _ in range(count)]
+    processes = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+        for _ in range(count)
+    ]
     try:
         yield processes
     finally:
@@ -89,6 +102,8 @@ def workers(
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 process.kill()
+        if output is not None:
+            output.close()
 
 
 def count_finished(rota: Rota, engine: Engine | None = None) -> int:
@@ -107,14 +122,25 @@ def wait_for(rota: Rota, total: int, timeout: float, engine: Engine | None = Non
 
 
 def throughput(
-    config: Config, backend: str, processes: int, concurrency: int, task: str = "noop"
+    config: Config,
+    backend: str,
+    processes: int,
+    concurrency: int,
+    task: str = "noop",
+    logged: bool = False,
 ) -> list[Result]:
+    """``logged``: the workers write the execution log at INFO to a file (``workers``)."""
     with fresh(config, backend) as (rota, url, prefix):
         for _ in range(0, config.jobs, 1_000):
             rota.queue_many([Enqueue(task) for _ in range(1_000)])
-        with workers(url, prefix, processes, concurrency) as running:
+        log = Path(config.workdir) / f"worker-{prefix}.log" if logged else None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        with workers(url, prefix, processes, concurrency, log=log) as running:
             wait_for(rota, config.jobs, timeout=600)
             peak = peak_rss_mb(running[0].pid)
+        if log is not None:
+            log.unlink()
         jobs = rota.store.schema.jobs
         with rota.store.engine.connect() as connection:
             first, last = connection.execute(
@@ -126,6 +152,7 @@ def throughput(
         "concurrency": concurrency,
         "jobs": config.jobs,
         "window": "first claim to last report, from the jobs table",
+        **({"log": "info, to a file"} if logged else {}),
     }
     results = [
         Result(

@@ -35,6 +35,7 @@ def rota_scenarios(config: Config, backend: str) -> list[Callable[[], list[Resul
         if processes == 1 and backend != "sqlite":
             # Right before the one-process runs it is compared with (DESIGN.md's budget).
             steps.append(lambda: bare.claim(config, backend))
+            steps.append(lambda: rota_bench.throughput(config, backend, 1, 50, logged=True))
         for concurrency in CONCURRENCY:
             steps.append(
                 lambda p=processes, c=concurrency: rota_bench.throughput(config, backend, p, c)
