@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -15,6 +17,9 @@ from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
 from rota.runtime import isolation as isolation_
+
+MAX_SHAPES = 64
+"""Argument shapes a task remembers the answer for; past them it binds each time."""
 
 Handler = Callable[..., Any]
 
@@ -69,6 +74,11 @@ class TaskDefinition:
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
+    _shapes: dict[tuple[int, tuple[str, ...]], str | None] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    """``argument_problem``'s answers by the shape of the arguments (how many positional, which
+    keywords): binding looks at nothing else, and a worker checks every job it runs."""
 
     def __post_init__(self) -> None:
         check_name("task", self.name, ConfigError)
@@ -117,6 +127,11 @@ class TaskDefinition:
                 f"arguments: {self.argument_problem((), {})}"
             )
 
+    @functools.cached_property
+    def logger(self) -> logging.Logger:
+        """``rota.task.<name>``, the logger of its handlers' ``ctx.logger``."""
+        return logging.getLogger(f"rota.task.{self.name}")
+
     @property
     def policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -137,11 +152,17 @@ class TaskDefinition:
             if args or kwargs:
                 return "the handler takes no parameters, so it takes no arguments"
             return None
+        shape = (len(args), tuple(sorted(kwargs)))
+        if shape in self._shapes:
+            return self._shapes[shape]
         try:
             self.signature.bind(None, *args, **kwargs)
+            problem = None
         except TypeError as exc:
-            return str(exc)
-        return None
+            problem = str(exc)
+        if len(self._shapes) < MAX_SHAPES:
+            self._shapes[shape] = problem
+        return problem
 
     def check_arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """Raise ``InvalidArguments`` naming the argument the handler would refuse."""

@@ -143,6 +143,8 @@ class EventLog:
                 self._call(hook, happened)
 
     def job(self, event: str, job: Job, level: int = logging.INFO, **fields: Any) -> None:
+        if not (self.logger.isEnabledFor(level) or event in self._hooks or "*" in self._hooks):
+            return  # nobody hears it: a worker emits two a job
         self.emit(
             event,
             level,

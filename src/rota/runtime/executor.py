@@ -91,13 +91,19 @@ class Executor:
         self.max_result_bytes = max_result_bytes
         self.progress = ProgressBoard()
         """Handlers' latest ``ctx.progress``, which the worker's heartbeat writes."""
+        self._policies: dict[str, tuple[TaskDefinition | None, RetryPolicy]] = {}
 
     def policy(self, task: str) -> RetryPolicy:
-        """The task's policy; the ``Rota``'s ``max_snoozes`` where the task sets none."""
+        """The task's policy; the ``Rota``'s ``max_snoozes`` where the task sets none (made
+        once per definition: every attempt asks)."""
         definition = self.registry.find(task)
+        known = self._policies.get(task)
+        if known is not None and known[0] is definition:
+            return known[1]
         policy = definition.policy if definition else RetryPolicy()
         if policy.max_snoozes is None:
             policy = replace(policy, max_snoozes=self.max_snoozes)
+        self._policies[task] = (definition, policy)
         return policy
 
     async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
@@ -116,7 +122,7 @@ class Executor:
             attempt=job.attempt,
             scheduled_at=job.scheduled_at,
             logger=logging.LoggerAdapter(
-                logging.getLogger(f"rota.task.{job.task}"),
+                definition.logger,
                 {"job_id": job.id, "task": job.task, "attempt": job.attempt},
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
