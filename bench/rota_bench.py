@@ -16,9 +16,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import event, func, insert, select, text, update
 from sqlalchemy.engine import Engine
@@ -38,11 +38,12 @@ def worker_command(app: str = APP, log_level: str = "warning") -> list[str]:
 
 
 @contextmanager
-def fresh(config: Config, backend: str) -> Iterator[tuple[Rota, str, str]]:
-    """A ``Rota`` with the bench tasks on its own table prefix, dropped afterwards."""
+def fresh(config: Config, backend: str, **options: Any) -> Iterator[tuple[Rota, str, str]]:
+    """A ``Rota`` (with ``options``) with the bench tasks on its own table prefix, dropped
+    afterwards."""
     prefix = f"b{uuid.uuid4().hex[:8]}_"
     url = config.url(backend)
-    rota = Rota(url, table_prefix=prefix)
+    rota = Rota(url, table_prefix=prefix, **options)
 
     @rota.task(name="noop", retries=0)
     async def noop(ctx: JobContext) -> None: ...
@@ -280,7 +281,7 @@ def queries_per_job(config: Config, backend: str) -> list[Result]:
     import asyncio
 
     total = 2_000 if config.quick else 10_000
-    with fresh(config, backend) as (rota, _, _):
+    with fresh(config, backend, concurrency=50) as (rota, url, _):
         rota.queue_many([Enqueue("noop") for _ in range(total)])
         statements = 0
 
@@ -288,8 +289,7 @@ def queries_per_job(config: Config, backend: str) -> list[Result]:
             nonlocal statements
             statements += 1
 
-        rota.config = replace(rota.config, concurrency=50)
-        watcher = open_store(rota.config.url).engine
+        watcher = open_store(url).engine
         event.listen(rota.store.engine, "before_cursor_execute", count)
 
         async def run() -> None:
