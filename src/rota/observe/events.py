@@ -127,10 +127,14 @@ class EventLog:
         """Where async hooks run when an event is emitted outside the event loop's thread."""
         self._loop = loop
 
+    def heard(self, event: str, level: int) -> bool:
+        """Whether anything takes ``event`` at ``level``: the logger or a hook."""
+        return self.logger.isEnabledFor(level) or event in self._hooks or "*" in self._hooks
+
     def emit(self, event: str, level: int = logging.INFO, **fields: Any) -> None:
-        hooks = self._hooks.get(event, []) + self._hooks.get("*", [])
-        if not hooks and not self.logger.isEnabledFor(level):
+        if not self.heard(event, level):
             return
+        hooks = self._hooks.get(event, []) + self._hooks.get("*", [])
         if self.logger.isEnabledFor(level):
             extra = {key: fields.get(key) for key in JOB_FIELDS}
             extra.update(fields)
@@ -143,8 +147,8 @@ class EventLog:
                 self._call(hook, happened)
 
     def job(self, event: str, job: Job, level: int = logging.INFO, **fields: Any) -> None:
-        if not (self.logger.isEnabledFor(level) or event in self._hooks or "*" in self._hooks):
-            return  # nobody hears it: a worker emits two a job
+        if not self.heard(event, level):
+            return  # before the fields are gathered: a worker emits two a job
         self.emit(
             event,
             level,

@@ -46,11 +46,6 @@ class JobListener:
             if self._signal is not None:
                 self._signal.interrupt()
 
-    @property
-    def listening(self) -> bool:
-        """Whether a listening connection is open now."""
-        return self._signal is not None
-
     def _listening(self) -> None:
         while not self._stopped.is_set():
             try:

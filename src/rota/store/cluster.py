@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import Select, Table, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import WorkerInfo
@@ -90,5 +91,10 @@ class SqlCluster:
         return self.database.transaction(work)
 
     def paused_queues(self) -> set[str]:
-        paused = select(self.schema.queues.c.name).where(self.schema.queues.c.paused)
+        paused = paused_names(self.schema.queues)
         return self.database.transaction(lambda conn: set(conn.execute(paused).scalars()))
+
+
+def paused_names(queues: Table) -> Select[Any]:
+    """The names of the paused queues: read alone, or as the subquery of a claim and a look."""
+    return select(queues.c.name).where(queues.c.paused)

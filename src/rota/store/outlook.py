@@ -31,12 +31,8 @@ class SqlOutlook:
         self.schedules = schedules
 
     def look(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
-        schema = self.database.schema
-        jobs, queue_rows = schema.jobs, schema.queues
-        paused = select(queue_rows.c.name).where(queue_rows.c.paused)
-        due = select(jobs.c.id).where(
-            *self.jobs.due(list(queues), list(tasks), now), jobs.c.queue.not_in(paused)
-        )
+        jobs = self.database.schema.jobs
+        due = select(jobs.c.id).where(*self.jobs.due(list(queues), list(tasks), now))
         # The claim's dependency predicate, split in two: under its OR, PostgreSQL hashes the
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
