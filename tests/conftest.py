@@ -3,6 +3,7 @@
 MariaDB and PostgreSQL come from ``ROTA_TEST_MYSQL_URL`` / ``ROTA_TEST_POSTGRES_URL`` (default:
 the local servers).  Each test gets its own table prefix, so tests never see each other's rows.
 Outside CI an unreachable server skips its tests; with ``CI=true`` it fails them.
+``--backends sqlite`` (comma-separated) chooses the databases: the others' tests are deselected.
 """
 
 from __future__ import annotations
@@ -28,7 +29,43 @@ SERVERS = {
     "mariadb": ("ROTA_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
     "postgres": ("ROTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
 }
+BACKENDS = ("sqlite", *SERVERS)
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+# pytester runs pytest inside a test: the tests of rota's pytest plugin use it.
+pytest_plugins = ("pytester",)
+_chosen: set[str] = set(BACKENDS)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="comma-separated databases to test on (default: all of them)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    chosen = {name.strip() for name in config.getoption("backends").split(",") if name.strip()}
+    if not chosen or chosen - set(BACKENDS):
+        raise pytest.UsageError(f"--backends takes some of {', '.join(BACKENDS)}")
+    _chosen.clear()
+    _chosen.update(chosen)
+
+
+def _backends_used(item: pytest.Item) -> set[str]:
+    """The databases a test runs on, as its fixtures and parameters name them."""
+    used = {name for name in SERVERS if name in getattr(item, "fixturenames", ())}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        used.update(value for value in callspec.params.values() if value in BACKENDS)
+    return used
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    left_out = {item for item in items if not _backends_used(item) <= _chosen}
+    if left_out:
+        config.hook.pytest_deselected(items=[item for item in items if item in left_out])
+        items[:] = [item for item in items if item not in left_out]
 
 
 @dataclass
@@ -63,6 +100,8 @@ def _server_error(backend: str) -> str | None:
 
 
 def server_url(backend: str) -> str:
+    if backend not in _chosen:
+        pytest.skip(f"{backend} is not among --backends")
     error = _server_error(backend)
     if error is not None:
         if os.environ.get("CI") == "true":
