@@ -208,7 +208,9 @@ def on_terminal(*arguments: str) -> str:
     colours its output; CR LF (the terminal's line ends) read as LF."""
     leader, follower = pty.openpty()
     ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 400, 0, 0))
-    environment = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
+    # The terminal's size, not a COLUMNS or LINES the test runner may have set.
+    ignored = {"NO_COLOR", "COLUMNS", "LINES"}
+    environment = {key: value for key, value in os.environ.items() if key not in ignored}
     environment["TERM"] = "xterm-256color"
     with subprocess.Popen(
         [sys.executable, "-m", "rota", *arguments],
