@@ -61,7 +61,9 @@ def test_the_project_rota_is_built_on_the_test_database(alias: str) -> None:
     at its first use, on the database Django uses then."""
     rota = get_rota()
     test_database = connections[alias].settings_dict["NAME"]
-    assert test_database.endswith("test.sqlite3")
+    # pytest-xdist's workers each get their own: test.sqlite3_gw0, ...
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    assert test_database.endswith("test.sqlite3" + (f"_{worker}" if worker else ""))
     assert rota.config.url.endswith(test_database)
     assert rota.config.poll_interval == 0.05  # from settings.ROTA
 
