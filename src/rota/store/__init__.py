@@ -13,7 +13,7 @@
     outlook.py     an idle worker's one look a poll: a job due, a lease expired, the next tick
     schedules.py   schedules by name, and firing each tick exactly once
     rows.py        rows to value types and back
-    migrate.py     Alembic migrations: apply, print, and the schema's status
+    migrate.py     Alembic migrations: apply, print, the schema's status; drop a prefix's tables
     urls.py        database URLs: parse, add the driver, describe and mask
     dialects/      one class per backend: every MySQL/MariaDB, PostgreSQL, SQLite difference
     schema.py      the tables; types.py their portable column types

@@ -82,6 +82,11 @@ class Store(Protocol):
         at connect rather than as "no such table" from the first query."""
         ...
 
+    def drop_schema(self) -> None:
+        """Drop rota's tables of this prefix and everything else ``migrate`` made, deleting
+        their rows: for tests that make a schema per prefix and throw it away."""
+        ...
+
     def dispose(self) -> None:
         """Close the pooled connections; the next call opens new ones."""
         ...

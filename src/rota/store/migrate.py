@@ -12,10 +12,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import MetaData, Table
 from sqlalchemy.engine import URL, Connection
 
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
+from rota.store.schema import notify_function
 from rota.store.urls import normalise_url
 from rota.store.values import SchemaStatus
 
@@ -50,10 +52,12 @@ def current_revision(database: Database) -> str | None:
         return _revision(connection, database.table_prefix)
 
 
+def _version_table(prefix: str) -> str:
+    return f"{prefix}alembic_version"
+
+
 def _revision(connection: Connection, prefix: str) -> str | None:
-    context = MigrationContext.configure(
-        connection, opts={"version_table": f"{prefix}alembic_version"}
-    )
+    context = MigrationContext.configure(connection, opts={"version_table": _version_table(prefix)})
     return context.get_current_revision()
 
 
@@ -125,3 +129,19 @@ def upgrade_sql(url: str | URL, prefix: str) -> str:
     config.attributes["url"] = normalise_url(url).set(password=None)
     command.upgrade(config, "head", sql=True)
     return buffer.getvalue()
+
+
+def drop(database: Database) -> None:
+    """Drop the prefix's tables, its migration record and PostgreSQL's trigger function, each
+    if it exists: what ``upgrade`` made, named as the schema and migration 0008 name them
+    rather than by matching names, so another prefix's or application's tables stay."""
+    version = Table(_version_table(database.table_prefix), MetaData())
+    function = notify_function(database.table_prefix)
+
+    def drop_all(connection: Connection) -> None:
+        database.schema.metadata.drop_all(connection)
+        version.drop(connection, checkfirst=True)
+        if database.dialect.announces_new_jobs:
+            connection.exec_driver_sql(f"DROP FUNCTION IF EXISTS {function}()")
+
+    database.transaction(drop_all)

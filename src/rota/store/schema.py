@@ -61,6 +61,11 @@ def jobs_channel(prefix: str) -> str:
     return f"{prefix}jobs"
 
 
+def notify_function(prefix: str) -> str:
+    """The PostgreSQL trigger function (and trigger) that sends on ``jobs_channel``."""
+    return f"{prefix}notify_new_jobs"
+
+
 def build_schema(prefix: str = "rota_") -> Schema:
     metadata = MetaData()
     jobs = Table(

@@ -101,6 +101,9 @@ class SqlStore:
         if problem is not None:
             raise StoreError(problem)
 
+    def drop_schema(self) -> None:
+        migrate.drop(self.database)
+
     def dispose(self) -> None:
         self.database.engine.dispose()
 

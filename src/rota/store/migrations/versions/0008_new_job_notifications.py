@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from alembic import context, op
 
-from rota.store.schema import jobs_channel
+from rota.store.schema import jobs_channel, notify_function
 
 revision = "0008"
 down_revision = "0007"
@@ -22,7 +22,7 @@ depends_on = None
 
 def names() -> tuple[str, str, str]:
     prefix = context.config.attributes.get("table_prefix", "rota_")
-    return f"{prefix}jobs", f"{prefix}notify_new_jobs", jobs_channel(prefix)
+    return f"{prefix}jobs", notify_function(prefix), jobs_channel(prefix)
 
 
 def upgrade() -> None:
