@@ -7,7 +7,6 @@ import queue
 import signal
 import subprocess
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Iterable
@@ -30,42 +29,6 @@ pytestmark = pytest.mark.slow
 def test_demo_runs_jobs_and_stops_gracefully(tmp_path: Path, command: list[str]) -> None:
     env = {**os.environ, "DEMO_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
     run_demo([sys.executable, *command], cwd=tmp_path if "rota" in command else ROOT, env=env)
-
-
-def test_rota_demo_runs_from_an_installed_wheel(tmp_path: Path) -> None:
-    """Built and installed as a user gets it: no checkout on the path, run from elsewhere."""
-    wheels, venv, elsewhere = tmp_path / "wheels", tmp_path / "venv", tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", str(ROOT), "-w", str(wheels)], check=True)
-    (wheel,) = wheels.glob("rota-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
-    # The dependencies come from the test's environment, whose own .pth files (among them
-    # the editable install pointing at src/) a plain path entry does not run.
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv)}))
-    (site / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ROTA_DATABASE_URL")}
-    where = subprocess.run(
-        [
-            python,
-            "-c",
-            "import importlib.util as u, rota.demo; print(rota.demo.__file__); "
-            "print(u.find_spec('examples'))",
-        ],
-        cwd=elsewhere,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert where[0].startswith(str(site)), where
-    assert where[1] == "None", "the checkout's examples/ is importable"
-
-    url = f"sqlite:///{elsewhere / 'demo.db'}"
-    run_demo([str(venv / "bin" / "rota"), "demo", "--url", url], cwd=elsewhere, env=env)
-    assert (elsewhere / "demo.db").exists()
 
 
 def run_demo(command: list[str], cwd: Path, env: dict[str, str]) -> None:
