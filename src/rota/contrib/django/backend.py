@@ -26,7 +26,7 @@ tasks are rota jobs, run by ``manage.py rota worker``::
 
 A worker serves the queues of its tasks as their decorators set them (``rota.contrib.django``);
 a job put on another queue by ``using(queue_name=...)`` needs a worker for that queue
-(``ROTA["QUEUES"]`` or ``manage.py rota worker --queue``). Django's ``task_enqueued`` signal is
+(``ROTA["QUEUES"]`` or ``manage.py rota worker --queues``). Django's ``task_enqueued`` signal is
 sent; ``task_started`` and ``task_finished`` are not (rota's ``job.*`` events are their
 counterparts, ``rota.on``).
 """
