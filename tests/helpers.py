@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 
+from sqlalchemy.engine import make_url
+
 from rota import Rota
 from rota.runtime.scheduler import fire_due
 from rota.store.sql import SqlStore
@@ -25,6 +27,15 @@ def sql_store(rota: Rota) -> SqlStore:
     store = rota.store
     assert isinstance(store, SqlStore), f"{type(store).__name__} is not the SQL store"
     return store
+
+
+def through(url: str, driver: str | None) -> str:
+    """``url`` on the MySQL ``driver`` named (``mysqldb``: mysqlclient, Django's MySQL driver);
+    as it is for ``None`` (rota's default, PyMySQL) or a URL of another backend."""
+    parsed = make_url(url)
+    if driver is None or parsed.get_backend_name() != "mysql":
+        return url
+    return parsed.set(drivername=f"mysql+{driver}").render_as_string(False)
 
 
 async def eventually(

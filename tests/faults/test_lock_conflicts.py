@@ -3,7 +3,8 @@
 The errors are real server errors through the real driver: a trigger on the jobs table raises
 them with ``SIGNAL`` while a counter in a ``MEMORY`` table (which a rollback does not undo) is
 above zero, so a test decides exactly how many times the claim, the completion or the tick
-insert fails before it may succeed.
+insert fails before it may succeed. Each test runs through PyMySQL and through mysqlclient,
+whose exceptions carry the error number alike.
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def app(mariadb: Database, clock: FakeClock) -> Iterator[Rota]:
-    rota = Rota(mariadb.url, table_prefix=mariadb.prefix, clock=clock, poll_interval=0.05)
+def app(mariadb_drivers: Database, clock: FakeClock) -> Iterator[Rota]:
+    db = mariadb_drivers
+    rota = Rota(db.url, table_prefix=db.prefix, clock=clock, poll_interval=0.05)
 
     @rota.task(retries=0)
     def noop(ctx: JobContext) -> None:

@@ -3,7 +3,8 @@
 On MariaDB (``GET_LOCK``) and PostgreSQL (an advisory lock), another session holds the lock
 of one prefix: ``rota migrate`` of that prefix fails after its ``--lock-timeout`` with a
 ``STORE_ERROR`` naming the lock, and migrates nothing; a second prefix migrates meanwhile, its
-lock being another one.
+lock being another one. The timeout is also run through mysqlclient (``rota migrate`` on a
+``mysql+mysqldb://`` URL).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from rota.store.dialects.base import migration_lock_name
 from tests.conftest import Database, drop_prefixed_tables
+from tests.faults.conftest import EVERY_SERVER, on_driver
 from tests.workers import ROOT, ROTA_COMMAND
 
 pytestmark = pytest.mark.slow
@@ -72,7 +74,11 @@ def tables(db: Database, prefix: str) -> list[str]:
         engine.dispose()
 
 
-def test_a_held_migration_lock_times_out_as_a_store_error_naming_it(server_db: Database) -> None:
+@pytest.mark.parametrize("server_db", EVERY_SERVER, indirect=True)
+def test_a_held_migration_lock_times_out_as_a_store_error_naming_it(
+    server_db: Database, mysql_driver: str | None
+) -> None:
+    server_db = on_driver(server_db, mysql_driver)
     with holding(server_db, server_db.prefix):
         done, took = migrate(server_db, server_db.prefix)
     assert done.returncode == 1, done

@@ -15,6 +15,9 @@ URL-encoded form and its random part (which any other encoding would still conta
   with the URL in ``--url`` and in ``$ROTA_DATABASE_URL``, in-process and as a subprocess;
 * every dashboard page, error pages included;
 * ``repr(rota)``, ``repr(rota.config)`` and ``str(rota.config)``.
+
+A worker's logs, the errors and the CLI's output are also looked at through mysqlclient
+(``mysql+mysqldb://``), whose error texts are its C library's, not PyMySQL's.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ from rota.dashboard import create_app
 from rota.observe.logs import JsonLines
 from rota.store.urls import normalise_url
 from tests.conftest import drop_prefixed_tables, server_url
-from tests.helpers import eventually, sql_store
+from tests.faults.conftest import EVERY_SERVER
+from tests.helpers import eventually, sql_store, through
 
 with warnings.catch_warnings():
     # Starlette 1.x prefers httpx2 for its test client; httpx works the same for these tests.
@@ -88,9 +92,9 @@ class Account:
     prefix: str = field(default_factory=lambda: f"s{uuid.uuid4().hex[:10]}_")
 
     def url(self, password: Secret | None = None, **parts: Any) -> str:
-        admin = normalise_url(self.admin_url)
+        admin = make_url(self.admin_url)
         values: dict[str, Any] = {
-            "drivername": admin.drivername.split("+")[0],
+            "drivername": admin.drivername,
             "username": self.user,
             "password": (password or self.password).value,
             "host": admin.host,
@@ -111,8 +115,9 @@ def closed_port() -> int:
 
 
 @pytest.fixture(params=["mariadb", "postgres"])
-def account(request: pytest.FixtureRequest) -> Iterator[Account]:
-    admin_url = server_url(request.param)
+def account(request: pytest.FixtureRequest, mysql_driver: str | None) -> Iterator[Account]:
+    """A user on the server of the test's parameter, reached through its driver (``MYSQLDB``)."""
+    admin_url = through(server_url(request.param), mysql_driver)
     made = Account(
         request.param,
         admin_url,
@@ -214,6 +219,7 @@ def failure_of(call: Callable[[], object]) -> BaseException:
     raise AssertionError(f"{call} did not fail")
 
 
+@pytest.mark.parametrize("account", EVERY_SERVER, indirect=True)
 def test_a_worker_logs_nothing_of_the_password(account: Account, logs: Everything) -> None:
     url = account.url()
     rota = Rota(url, table_prefix=account.prefix, poll_interval=0.05, connect_timeout=5)
@@ -256,8 +262,9 @@ def test_a_worker_logs_nothing_of_the_password(account: Account, logs: Everythin
     assert_hidden(account, texts, logs)
 
 
+@pytest.mark.parametrize("account", EVERY_SERVER, indirect=True)
 def test_errors_do_not_show_the_password(account: Account, logs: Everything) -> None:
-    scheme = account.url().split("://")[0]
+    scheme = account.url().split("://")[0].split("+")[0]
     bad_urls = {
         "unreachable port": account.url(port=closed_port()),
         "missing database": account.url(database="no_such_database"),
@@ -296,6 +303,7 @@ def test_errors_do_not_show_the_password(account: Account, logs: Everything) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("account", EVERY_SERVER, indirect=True)
 def test_rota_check_and_the_cli_do_not_show_the_password(
     account: Account, logs: Everything
 ) -> None:

@@ -8,6 +8,8 @@
 * The database down when the worker starts: it keeps trying and starts on its own once the
   database answers.
 
+The MariaDB tests run through PyMySQL and through mysqlclient, whose errors differ.
+
 Each attempt appends ``<job> <attempt> <pid>`` to a file of its process
 (tests/apps/fault_app.py), which is how double runs are counted.
 """
@@ -141,8 +143,9 @@ def test_sigkill_mid_batch_reruns_only_what_the_dead_worker_held(
 
 
 def test_mariadb_connections_killed_five_times_during_a_run(
-    mariadb: Database, tmp_path: Path
+    mariadb_drivers: Database, tmp_path: Path
 ) -> None:
+    mariadb = mariadb_drivers
     with deployment(mariadb, tmp_path) as (control, workers), mariadb_user(mariadb) as url:
         user = str(make_url(url).username)
         procs = [workers.start(url) for _ in range(2)]
@@ -155,7 +158,8 @@ def test_mariadb_connections_killed_five_times_during_a_run(
         assert_all_succeeded_once_at_least(control, ids, workers.marks)
         logs = [workers.log(process) for process in procs]
 
-    print(f"[mariadb] 2,000 jobs, 2 workers: connections killed per round {kills}")
+    driver = make_url(mariadb.url).drivername
+    print(f"[{driver}] 2,000 jobs, 2 workers: connections killed per round {kills}")
     assert all(kills), kills
     for log in logs:
         assert "lost a database connection" in log, log[-3000:]
@@ -198,11 +202,11 @@ def test_worker_started_before_postgres_comes_up_on_its_own(
 
 
 def test_worker_started_before_mariadb_answers_comes_up_on_its_own(
-    mariadb: Database, tmp_path: Path
+    mariadb_drivers: Database, tmp_path: Path
 ) -> None:
-    real = make_url(mariadb.url)
+    real = make_url(mariadb_drivers.url)
     port = free_port()
-    with deployment(mariadb, tmp_path) as (control, workers):
+    with deployment(mariadb_drivers, tmp_path) as (control, workers):
         process = workers.start(real.set(port=port).render_as_string(False), registered=False)
         workers.wait(lambda: workers.log(process).count("cannot reach") >= 3, process, timeout=30)
         forwarder = Forwarder(port, (real.host or "127.0.0.1", real.port or 3306))

@@ -9,14 +9,21 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   ``auto_increment_increment`` apart, so ids are read as ``lastrowid`` plus that step.
 * Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
 * Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
-  (idle timeout) on MySQL 8. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
+  (idle timeout) on MySQL 8. Not reaching the server is 2003 on PyMySQL, whatever the cause;
+  mysqlclient reports a refused or timed-out connection as 2002 (2003 over libmysqlclient)
+  and an unknown host as 2005: all are transient, so a worker waits for its server on either
+  driver. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
   MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never uses.
 * Silences (the same on both, client-side): PyMySQL's ``read_timeout``/``write_timeout`` bound
   each wait on the socket, and a timeout closes the connection as error 2013 ("Lost connection
   ... (timed out)"), which rota reports as a lost connection (``TransientStoreError``). PyMySQL
   has no keepalive setting of its own (it turns ``SO_KEEPALIVE`` on with the kernel's two-hour
   idle), so ``TCP_KEEPIDLE``/``KEEPINTVL``/``KEEPCNT`` and ``TCP_USER_TIMEOUT`` are set on each
-  new socket. A read timeout cannot tell a dead link from a long wait, so it must stay above the
+  new socket, mysqlclient's too (through its ``fileno()``). mysqlclient takes whole seconds
+  only, so rota rounds each timeout up (a ``read_timeout`` of 2.5 waits 3 s); over MariaDB
+  Connector/C that is one wait, but MySQL documents libmysqlclient as retrying a timed-out
+  read, up to three times ``read_timeout`` in all (a write: twice ``write_timeout``). A read
+  timeout cannot tell a dead link from a long wait, so it must stay above the
   longest wait rota's statements can meet: a row-lock wait of ``innodb_lock_wait_timeout``
   (50 s by default on both); the migration lock waits in ``GET_LOCK`` tries of 1 s. MySQL 8 has
   ``MAX_EXECUTION_TIME`` and MariaDB ``max_statement_time``, server-side bounds on how long a
@@ -27,7 +34,10 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import socket
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -50,7 +60,7 @@ from rota.store.secrets import encoded
 from rota.store.values import ServerInfo
 
 CONFLICT = frozenset({1205, 1213})
-TRANSIENT = CONFLICT | {1040, 1927, 2003, 2006, 2013, 2055, 4031}
+TRANSIENT = CONFLICT | {1040, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
 MYSQLDB_STATEMENT_BYTES = 60_000
@@ -100,9 +110,9 @@ class MySQLDialect(Dialect):
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
-            sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL's; other drivers: none
-            if sock is not None:
-                connection.tune(sock)
+            with _driver_socket(dbapi_connection) as sock:
+                if sock is not None:
+                    connection.tune(sock)
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """MariaDB 10.6+ or MySQL 8.0.1+; an older one is described with the reason it is not
@@ -171,6 +181,20 @@ class MySQLDialect(Dialect):
         """MySQL undoes only the statement on a lock-wait timeout (unless
         ``innodb_rollback_on_timeout``), but rota then rolls the transaction back itself."""
         return not error.connection_invalidated and _errno(error) in CONFLICT
+
+
+@contextlib.contextmanager
+def _driver_socket(dbapi_connection: Any) -> Iterator[socket.socket | None]:
+    """The connection's socket: PyMySQL's own, or one over a duplicate of mysqlclient's
+    descriptor (options set through it are the socket's; closing it leaves the connection's);
+    ``None`` for a driver that shows neither."""
+    sock = getattr(dbapi_connection, "_sock", None)
+    fileno = getattr(dbapi_connection, "fileno", None)
+    if isinstance(sock, socket.socket) or not callable(fileno):
+        yield sock if isinstance(sock, socket.socket) else None
+        return
+    with socket.socket(fileno=os.dup(fileno())) as duplicate:
+        yield duplicate
 
 
 def _errno(error: sa_exc.DBAPIError) -> int | None:
