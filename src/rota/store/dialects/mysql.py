@@ -10,10 +10,11 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
 * Sessions run at ``READ COMMITTED`` to avoid gap locks on the claim index.
 * Connection-loss error codes: 2006/2013 on both, 1927 (connection killed) on MariaDB, 4031
   (idle timeout) on MySQL 8. Not reaching the server is 2003 on PyMySQL, whatever the cause;
-  mysqlclient reports a refused or timed-out connection as 2002 (2003 over libmysqlclient)
-  and an unknown host as 2005: all are transient, so a worker waits for its server on either
-  driver. Deadlock (1213) and lock-wait timeout (1205) are the same on both;
-  MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never uses.
+  mysqlclient over MariaDB Connector/C reports a refused connection as 2002 (2003 over
+  libmysqlclient), a connect timeout as 2013 and an unknown host as 2005: all are transient,
+  so a worker waits for its server on either driver. Deadlock (1213) and lock-wait timeout
+  (1205) are the same on both; MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never
+  uses.
 * Silences (the same on both, client-side): PyMySQL's ``read_timeout``/``write_timeout`` bound
   each wait on the socket, and a timeout closes the connection as error 2013 ("Lost connection
   ... (timed out)"), which rota reports as a lost connection (``TransientStoreError``). PyMySQL
