@@ -1,6 +1,6 @@
 """Taking the real database servers away from running workers, and giving them back.
 
-PostgreSQL is stopped and started for real (``pg_ctlcluster``, as ``.ci/run`` starts it).
+PostgreSQL is stopped and started in a cluster of the test's own (tests/faults/own_postgres.py).
 MariaDB is never stopped: other work may share the server, so its connections are killed with
 ``KILL CONNECTION`` (they belong to a user made for the test), and "down at start" is a port
 where nothing listens until a forwarder to the real server opens it.
@@ -11,51 +11,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import socket
-import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from tests.conftest import Database
-
-
-def _cluster() -> list[str]:
-    versions = sorted(os.listdir("/etc/postgresql")) if Path("/etc/postgresql").is_dir() else []
-    if not shutil.which("pg_ctlcluster") or not versions or os.geteuid() != 0:
-        message = "stopping PostgreSQL needs root and pg_ctlcluster (Debian's postgresql-common)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main"]
-
-
-def postgres_ready() -> bool:
-    probe = ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]
-    return subprocess.run(probe, check=False).returncode == 0
-
-
-@contextlib.contextmanager
-def postgres_stopped() -> Iterator[None]:
-    """PostgreSQL is down inside the block and answering again after it, whatever happens."""
-    cluster = _cluster()
-    subprocess.run([*cluster, "stop", "-m", "fast"], check=True, capture_output=True)
-    try:
-        yield
-    finally:
-        subprocess.run([*cluster, "start"], check=True, capture_output=True)
-        deadline = time.monotonic() + 60
-        while not postgres_ready():
-            if time.monotonic() > deadline:
-                raise AssertionError("PostgreSQL did not come back within 60 s")
-            time.sleep(0.1)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 * A worker killed with SIGKILL mid-batch: every job still succeeds; the jobs that ran twice are
   exactly ones that worker held (at-least-once, bounded by what was in flight).
 * Every connection of the workers killed five times during a run (MariaDB), the server stopped
-  and started during a run (PostgreSQL): workers log the loss, reconnect with back-off, and
+  and started during a run (PostgreSQL, a cluster of the test's own: tests/faults/own_postgres.py):
+  workers log the loss, reconnect with back-off, and
   every job succeeds with nothing left ``running``.
 * The database down when the worker starts: it keeps trying and starts on its own once the
   database answers.
@@ -29,17 +30,25 @@ from sqlalchemy.engine import make_url
 
 from rota import Enqueue, JobState, Rota
 from tests.conftest import Database
+from tests.faults.own_postgres import Cluster, own_postgres
 from tests.faults.servers import (
     Forwarder,
     free_port,
     kill_connections,
     mariadb_user,
-    postgres_stopped,
 )
 from tests.helpers import sql_store
 from tests.workers import Workers
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """A PostgreSQL server these tests may stop: not the one the rest of the suite uses."""
+    with own_postgres() as cluster:
+        yield cluster
+
 
 APP = "tests.apps.fault_app:app"
 CONCURRENCY = 10
@@ -165,12 +174,12 @@ def test_mariadb_connections_killed_five_times_during_a_run(
         assert "lost a database connection" in log, log[-3000:]
 
 
-def test_postgres_stopped_and_started_during_a_run(postgres: Database, tmp_path: Path) -> None:
-    with deployment(postgres, tmp_path) as (control, workers):
+def test_postgres_stopped_and_started_during_a_run(cluster: Cluster, tmp_path: Path) -> None:
+    with deployment(cluster.database(), tmp_path) as (control, workers):
         procs = [workers.start() for _ in range(2)]
         ids = queue(control, 2000)
         workers.wait(progress(workers, 600), *procs, timeout=RUN_TIMEOUT)
-        with postgres_stopped():
+        with cluster.stopped():
             workers.wait(
                 lambda: all("database error in" in workers.log(p) for p in procs),
                 *procs,
@@ -187,10 +196,10 @@ def test_postgres_stopped_and_started_during_a_run(postgres: Database, tmp_path:
 
 
 def test_worker_started_before_postgres_comes_up_on_its_own(
-    postgres: Database, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
-    with deployment(postgres, tmp_path) as (control, workers):
-        with postgres_stopped():
+    with deployment(cluster.database(), tmp_path) as (control, workers):
+        with cluster.stopped():
             process = workers.start(registered=False)
             workers.wait(
                 lambda: workers.log(process).count("cannot reach") >= 3, process, timeout=30
