@@ -75,7 +75,9 @@ class Database:
     prefix: str
 
     def engine(self) -> Engine:
-        return create_engine(normalise_url(self.url))
+        """The test's own connections; on SQLite they wait for busy workers as rota's do."""
+        options = {"connect_args": {"timeout": 30}} if self.backend == "sqlite" else {}
+        return create_engine(normalise_url(self.url), **options)
 
     def table(self, name: str) -> str:
         return f"{self.prefix}{name}"

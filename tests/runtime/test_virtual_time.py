@@ -207,6 +207,10 @@ def test_the_grace_period_of_a_stop_is_virtual_too(parts: Parts) -> None:
     asyncio.run(scenario())
 
 
+SCHEDULER_POLL = 0.7
+"""Unlike the worker's poll (1 s), so that ``waiting`` sees the scheduler itself asleep."""
+
+
 def test_the_scheduler_fires_each_hourly_tick_as_the_clock_reaches_it(parts: Parts) -> None:
     ticks: list[datetime | None] = []
 
@@ -223,14 +227,14 @@ def test_the_scheduler_fires_each_hourly_tick_as_the_clock_reaches_it(parts: Par
             parts.rota.registry,
             parts.clock,
             EventLog(),
-            SchedulerSettings(poll_interval=1.0),
+            SchedulerSettings(poll_interval=SCHEDULER_POLL),
             asyncio.to_thread,
             worker.notify,
         )
         scheduler.start()
         top = START.replace(minute=0, second=0)
         for hour in range(1, 6):
-            await waiting(parts.clock, 1.0)  # the scheduler's poll
+            await waiting(parts.clock, SCHEDULER_POLL)
             expected = [top + timedelta(hours=n) for n in range(1, hour + 1)]
             await advance(parts.clock, 3600, partial(operator.eq, ticks, expected))
         await scheduler.stop()
