@@ -214,7 +214,9 @@ def test_a_bad_value_raises_in_the_handler_which_may_go_on(
         except InvalidArguments as error:
             refused.append(str(error))
         ctx.progress(0.5, "fine")
-        time.sleep(LEASE)  # a heartbeat or more
+        deadline = time.monotonic() + 30
+        while rota.job(ctx.job_id).progress is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until a heartbeat has written it
 
     @rota.task(retries=0)
     def lets_it_fail(ctx: JobContext) -> None:
