@@ -20,8 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import tomllib
 from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest's own dependency on 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 PIP_AUDIT = [sys.executable, "-m", "pip_audit"]

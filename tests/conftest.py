@@ -52,12 +52,18 @@ def pytest_configure(config: pytest.Config) -> None:
     _chosen.update(chosen)
 
 
+def chosen(backend: str) -> bool:
+    """Whether ``--backends`` includes ``backend``."""
+    return backend in _chosen
+
+
 def _backends_used(item: pytest.Item) -> set[str]:
-    """The databases a test runs on, as its fixtures and parameters name them."""
+    """The databases a test runs on, as its fixtures, parameters and their ids name them."""
     used = {name for name in SERVERS if name in getattr(item, "fixturenames", ())}
     callspec = getattr(item, "callspec", None)
     if callspec is not None:
         used.update(value for value in callspec.params.values() if value in BACKENDS)
+        used.update(part for part in callspec.id.split("-") if part in BACKENDS)
     return used
 
 
@@ -102,7 +108,7 @@ def _server_error(backend: str) -> str | None:
 
 
 def server_url(backend: str) -> str:
-    if backend not in _chosen:
+    if not chosen(backend):
         pytest.skip(f"{backend} is not among --backends")
     error = _server_error(backend)
     if error is not None:
