@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -62,6 +62,8 @@ class Topology:
     final_url: str | None = None
     """Where to read the outcome, if not ``url``."""
     notes: dict[str, Any] = field(default_factory=dict)
+    worker_urls: Sequence[str] = ()
+    """One URL per worker, in turn (multi-writer Galera: each on its own node); else ``url``."""
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,12 @@ class Producer(threading.Thread):
 class Workers:
     """``rota worker`` processes on the topology's URL, their output in ``directory``."""
 
-    def __init__(self, url: str, prefix: str, directory: Path, settings: Settings) -> None:
+    def __init__(
+        self, urls: Sequence[str], prefix: str, directory: Path, settings: Settings
+    ) -> None:
+        self.urls = urls
         self.env = {
             **os.environ,
-            "ROTA_HA_URL": url,
             "ROTA_HA_PREFIX": prefix,
             "ROTA_HA_DIR": str(directory),
             "ROTA_HA_CONCURRENCY": str(settings.concurrency),
@@ -127,8 +131,9 @@ class Workers:
         for index in range(count):
             log = (self.directory / f"worker-{index}.log").open("wb")
             command = [sys.executable, *ROTA_COMMAND, "worker", f"{APP}:app", "--grace", "2"]
+            env = {**self.env, "ROTA_HA_URL": self.urls[index % len(self.urls)]}
             process = subprocess.Popen(
-                command, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory
             )
             self.processes.append((process, log))
 
@@ -188,10 +193,10 @@ def run(topology: Topology, settings: Settings, directory: Path | None = None) -
     prefix = f"ha{uuid.uuid4().hex[:8]}_"
     app = make(topology.url, prefix, directory)
     app.counts()  # connects and migrates once, before the workers race to
-    workers = Workers(topology.url, prefix, directory, settings)
+    workers = Workers(topology.worker_urls or [topology.url], prefix, directory, settings)
     producer = Producer(app, settings)
     killed_at = recovered_at = None
-    notes: dict[str, Any] = {**topology.notes, "prefix": prefix, "directory": str(directory)}
+    notes: dict[str, Any] = {"prefix": prefix, "directory": str(directory)}
     error = None
     try:
         workers.start(settings.workers)
@@ -227,6 +232,7 @@ def run(topology: Topology, settings: Settings, directory: Path | None = None) -
     finally:
         final.store.dispose()
     acknowledged = producer.acknowledged
+    notes = {**topology.notes, **notes}  # the topology's, written during its failover too
     observed = Run(topology.name, acknowledged, ticks_from, ended, killed_at, recovered_at, notes)
     outcome = judge(observed, read_marks(directory), jobs)
     outcome.error = error
