@@ -11,8 +11,8 @@ survives a SIGKILL whole and the harness can count executions, whatever the data
 
 The harness builds the same ``Rota`` in its own process with ``make`` (to queue ``record``
 bound to its signature); a worker process gets it as ``app``, configured from ``ROTA_HA_URL``,
-``ROTA_HA_PREFIX``, ``ROTA_HA_DIR``, ``ROTA_HA_CONCURRENCY`` and ``ROTA_HA_WORK`` (seconds
-each job takes).
+``ROTA_HA_PREFIX``, ``ROTA_HA_DIR``, ``ROTA_HA_CONCURRENCY``, ``ROTA_HA_WORK`` and
+``ROTA_HA_TICK_WORK`` (the seconds each job and each tick takes).
 """
 
 from __future__ import annotations
@@ -47,7 +47,14 @@ class Marks:
         os.write(self.descriptor, f"{line}\n".encode())
 
 
-def make(url: str, prefix: str, marks: Path, concurrency: int = 10, work: float = 0.01) -> Rota:
+def make(
+    url: str,
+    prefix: str,
+    marks: Path,
+    concurrency: int = 10,
+    work: float = 0.05,
+    tick_work: float = 2.0,
+) -> Rota:
     """The workload's ``Rota`` on ``url`` with its two tasks registered."""
     app = Rota(
         url,
@@ -70,6 +77,7 @@ def make(url: str, prefix: str, marks: Path, concurrency: int = 10, work: float 
     async def tick(ctx: JobContext) -> None:
         scheduled = ctx.scheduled_at.timestamp() if ctx.scheduled_at else 0.0
         written.write("tick", f"{scheduled:.0f}", ctx.job_id, ctx.attempt)
+        await asyncio.sleep(tick_work)
 
     return app
 
@@ -80,7 +88,8 @@ def from_environment() -> Rota:
         os.environ["ROTA_HA_PREFIX"],
         Path(os.environ["ROTA_HA_DIR"]),
         int(os.environ.get("ROTA_HA_CONCURRENCY", "10")),
-        float(os.environ.get("ROTA_HA_WORK", "0.01")),
+        float(os.environ.get("ROTA_HA_WORK", "0.05")),
+        float(os.environ.get("ROTA_HA_TICK_WORK", "2")),
     )
 
 

@@ -3,11 +3,12 @@
 One run: migrate; start ``workers`` ``rota worker`` processes (``ha_app.py``: a ``record`` job
 and a ``* * * * *`` cron task ``tick``); queue ``jobs`` jobs from a producer thread at a steady
 rate for ``produce_seconds``, counting those whose ``queue_many`` returned (acknowledged); once
-``kill_after`` of them are queued, at second ``kill_second`` of a minute (just after that
-minute's tick ran, the moment a tick is most at risk), call the topology's ``fail`` (kill the
-writer, promote, repoint); keep producing, then wait until every job is final, at least
-``after_kill`` seconds after the kill so that a tick falls after it; stop the workers and judge
-the outcome (``outcome.py``) from the marks and from the final writer.
+``kill_after`` of them are queued, ``kill_into_tick`` seconds after the next tick started to run
+(its handler takes ``tick_work`` s: the kill lands while a tick is in flight, as well as jobs),
+call the topology's ``fail`` (kill the writer, promote, repoint); keep producing, then wait
+until every job is final, at least ``after_kill`` seconds after the kill so that a tick falls
+after it; stop the workers and judge the outcome (``outcome.py``) from the marks and from the
+final writer.
 
 Why a producer during the failover rather than 20,000 jobs queued first: jobs queued long
 before the kill have reached every replica, so only jobs acknowledged in the last moments
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,11 +76,13 @@ class Settings:
     produce_seconds: float = 120.0
     batch: int = 10
     kill_after: float = 0.4
-    kill_second: int = 1
+    kill_into_tick: float = 0.5
     after_kill: float = 70.0
     timeout: float = 420.0
-    work: float = 0.01
+    work: float = 0.05
     """Seconds each job's handler sleeps."""
+    tick_work: float = 2.0
+    """Seconds each tick's handler sleeps."""
 
 
 class Producer(threading.Thread):
@@ -123,6 +127,7 @@ class Workers:
             "ROTA_HA_DIR": str(directory),
             "ROTA_HA_CONCURRENCY": str(settings.concurrency),
             "ROTA_HA_WORK": str(settings.work),
+            "ROTA_HA_TICK_WORK": str(settings.tick_work),
         }
         self.directory = directory
         self.processes: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
@@ -179,17 +184,23 @@ def alive(app: Rota) -> int:
     return len(app.store.workers(datetime.now(timezone.utc) - timedelta(seconds=30)))
 
 
-def until_kill(producer: Producer, settings: Settings) -> None:
-    """Until ``kill_after`` of the jobs are queued and the clock is at ``kill_second``."""
+def until_kill(producer: Producer, settings: Settings, directory: Path) -> None:
+    """Until ``kill_after`` of the jobs are queued and a tick has run for ``kill_into_tick``."""
     wait_for(lambda: producer.sent >= settings.kill_after * settings.jobs, 600, "producing")
-    while int(time.time()) % 60 != settings.kill_second:
-        time.sleep(0.05)
+    started = len([m for m in read_marks(directory) if m.kind == "tick"])
+    wait_for(
+        lambda: len([m for m in read_marks(directory) if m.kind == "tick"]) > started,
+        90,
+        "the next tick",
+    )
+    time.sleep(settings.kill_into_tick)
 
 
 def run(topology: Topology, settings: Settings, directory: Path | None = None) -> Outcome:
     """Run the workload on ``topology`` and judge it; never raises for a failed run, whose
     ``Outcome.error`` says what went wrong."""
-    directory = directory or Path(tempfile.mkdtemp(prefix=f"rota-ha-{topology.name}-"))
+    slug = "-".join(re.findall(r"[a-z0-9]+", topology.name.lower()))
+    directory = directory or Path(tempfile.mkdtemp(prefix=f"rota-ha-{slug}-"))
     prefix = f"ha{uuid.uuid4().hex[:8]}_"
     app = make(topology.url, prefix, directory)
     app.counts()  # connects and migrates once, before the workers race to
@@ -204,7 +215,7 @@ def run(topology: Topology, settings: Settings, directory: Path | None = None) -
         ticks_from = time.time()
         producer.start()
         if topology.fail is not None:
-            until_kill(producer, settings)
+            until_kill(producer, settings, directory)
             killed_at = topology.fail()
             recovered_at = time.time()
         producer.join()
