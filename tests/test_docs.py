@@ -16,6 +16,8 @@ from types import ModuleType
 
 import pytest
 
+if sys.version_info < (3, 11):
+    pytest.skip("the docs extra is for Python 3.11 and later", allow_module_level=True)
 pytest.importorskip("mkdocs")
 pytest.importorskip("mkdocstrings_handlers.python")
 pytest.importorskip("material")

@@ -45,8 +45,10 @@ def test_alone(make_rota, rota_prefix, name):
 
 def run(pytester: pytest.Pytester, *arguments: str) -> pytest.RunResult:
     """The user's pytest, in this process; Hypothesis's plugin is left out because it imports
-    Hypothesis anew in every run (pytester forgets the modules a run imported)."""
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest", *arguments)
+    Hypothesis anew in every run (pytester forgets the modules a run imported), and
+    pytest-django's because this process may have set up Django's test environment already."""
+    left_out = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:django")
+    return pytester.runpytest(*left_out, *arguments)
 
 
 def test_the_readme_example_passes(pytester: pytest.Pytester) -> None:
@@ -58,9 +60,9 @@ def test_a_failing_user_test_is_reported_failing(pytester: pytest.Pytester) -> N
     failing = RETRIED.replace('== "succeeded"', '== "failed"')
     assert failing != RETRIED
     pytester.makepyfile(failing)
-    result = run(pytester)
+    result = run(pytester, "-rf")  # the short summary names the failure
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["FAILED *::test_charge_is_retried - AssertionError*"])
+    result.stdout.fnmatch_lines(["E  *AssertionError*", "FAILED *::test_charge_is_retried*"])
 
 
 def test_the_clock_starts_at_rota_start_and_the_url_is_a_file_of_the_test(

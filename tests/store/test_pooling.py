@@ -55,12 +55,19 @@ def test_one_enqueue_is_one_insert_and_one_commit(
     assert open_at_return == [False] * 3, "nothing to roll back after the commit"
 
 
+def _session_query(server_db: Database) -> str:
+    return "SELECT CONNECTION_ID()" if server_db.backend == "mariadb" else "SELECT pg_backend_pid()"
+
+
 def _kill_pooled_connection(rota: Rota, server_db: Database) -> None:
     """End, from a session of another engine, the server session of the connection in the
     pool."""
+    session: object = sql_store(rota).database.fetch(text(_session_query(server_db)))[0][0]  # type: ignore[arg-type]
+    _kill_session(session, server_db)
+
+
+def _kill_session(session: object, server_db: Database) -> None:
     mariadb = server_db.backend == "mariadb"
-    ask = "SELECT CONNECTION_ID()" if mariadb else "SELECT pg_backend_pid()"
-    session: object = sql_store(rota).database.fetch(text(ask))[0][0]  # type: ignore[arg-type]
     other = server_db.engine()
     try:
         with other.begin() as connection:
@@ -101,3 +108,27 @@ def test_a_dead_pooled_connection_is_found_and_the_job_written_once(
     assert lost and all(getattr(r, "pre_ping", None) is idle for r in lost), caplog.text
     repeated = any("repeating the transaction" in r.message for r in caplog.records)
     assert repeated is not idle, caplog.text
+
+
+def test_a_connection_lost_in_a_transaction_is_dropped_on_return_with_a_warning(
+    rota: Rota, server_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its ``ROLLBACK`` on return fails (as mysqlclient's, which cannot tell whether one is
+    needed, does after a blackholed link): rota logs the loss as its own, not as the pool's
+    ERROR traceback, the connection is closed, and the next enqueue gets a new one."""
+    raw = sql_store(rota).engine.raw_connection()
+    cursor = raw.cursor()
+    if server_db.backend == "mariadb":  # psycopg opens one with the first statement
+        cursor.execute("START TRANSACTION")
+    cursor.execute(_session_query(server_db))  # a transaction is open: a ROLLBACK is due
+    row = cursor.fetchone()
+    cursor.close()
+    assert row is not None
+    _kill_session(row[0], server_db)
+    with caplog.at_level(logging.INFO):
+        raw.close()
+        job_id = rota.queue("after.kill")
+    lost = [r for r in caplog.records if r.message.startswith("lost a database connection")]
+    assert [getattr(r, "on_return", None) for r in lost] == [True], caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    assert rota.job(job_id).task == "after.kill"

@@ -28,7 +28,10 @@ def database(url: str, base: Path) -> dict[str, Any]:
     if parts.scheme not in ENGINES:
         raise ValueError(f"SHOP_DATABASE_URL: unknown scheme {parts.scheme!r}: {sorted(ENGINES)}")
     if parts.scheme == "sqlite":
-        return {"ENGINE": ENGINES["sqlite"], "NAME": str(base / parts.path[1:])}
+        # Transactions take the write lock when they begin: one that read first and then
+        # wrote after rota's worker committed would fail at once with "database is locked".
+        options = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+        return {"ENGINE": ENGINES["sqlite"], "NAME": str(base / parts.path[1:]), "OPTIONS": options}
     if parts.scheme == "mysql+pymysql":
         import pymysql
 

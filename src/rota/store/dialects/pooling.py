@@ -57,12 +57,7 @@ def watch_pool(engine: Engine) -> None:
         try:
             engine.dialect.do_ping(dbapi_connection)
         except engine.dialect.loaded_dbapi.Error as error:
-            logger.warning(
-                "lost a database connection (%s: %s); the pool will open a new one",
-                type(error).__name__,
-                error,
-                extra={"event": "db.disconnected", "pre_ping": True},
-            )
+            _lost(error, "pre_ping")
             # The pool discards this connection and checks out another (a new one, tried the
             # same way): what SQLAlchemy's own pre-ping does.
             raise sa_exc.DisconnectionError(str(error)) from error
@@ -70,7 +65,22 @@ def watch_pool(engine: Engine) -> None:
     @event.listens_for(engine, "reset")
     def _reset(dbapi_connection: Any, record: ConnectionPoolEntry, state: PoolResetState) -> None:
         if not state.terminate_only and transaction_open(dbapi_connection):
-            dbapi_connection.rollback()
+            try:
+                dbapi_connection.rollback()
+            except engine.dialect.loaded_dbapi.Error as error:
+                # What the pool does with a reset that raises, without its ERROR traceback:
+                # the connection is closed and the next checkout opens a new one.
+                _lost(error, "on_return")
+                record.invalidate(error)
+
+
+def _lost(error: Exception, where: str) -> None:
+    logger.warning(
+        "lost a database connection (%s: %s); the pool will open a new one",
+        type(error).__name__,
+        error,
+        extra={"event": "db.disconnected", where: True},
+    )
 
 
 def transaction_open(dbapi_connection: Any) -> bool:
