@@ -1,0 +1,192 @@
+"""The Galera topologies of issue 21, and the runs that compare single- and multi-writer.
+
+``galera(multi_writer)`` is the topology ``scripts/ha/run`` runs (the same shape as
+``mariadb_replica.pair``): a fresh three-node cluster, and a ``fail`` that ``kill -9``s node 1
+and waits until haproxy's endpoint reaches another node. Single writer: the producer and every
+worker write through one endpoint (node 1, then 2, then 3). Multi-writer: worker ``i`` writes
+through the endpoint preferring node ``i mod 3 + 1``, so claims race on different nodes, where
+``SKIP LOCKED`` does not see the other nodes' locks: two nodes pick the same pending jobs, and
+the loser's ``COMMIT`` fails certification (1213, the whole transaction undone), which rota
+repeats. Whether a job then ran twice is what the marks tell.
+
+``python scripts/ha/galera_runs.py`` runs both with the failure, then both without it on a
+backlog (the jobs queued within seconds) to compare throughput, and reads Galera's own conflict
+counters around each run: ``wsrep_local_cert_failures`` (a local commit that lost
+certification) and ``wsrep_local_bf_aborts`` (a local transaction aborted by a replicated
+write set it conflicted with), per local commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pymysql
+from galera import GaleraCluster
+from galera_node import PASSWORD, USER, WRITER_PORT
+from outcome import Outcome, read_marks
+from table import render
+from workload import Settings, Topology, run
+
+COUNTERS = ("wsrep_local_commits", "wsrep_local_cert_failures", "wsrep_local_bf_aborts")
+FAILOVER_TIMEOUT = 60.0
+BACKLOG_SECONDS = 10.0
+BACKLOG_BATCH = 200
+
+
+def endpoint_node(port: int) -> str | None:
+    """The node an endpoint reaches now (``galera-N``), if it answers as a synced member."""
+    try:
+        connection = pymysql.connect(
+            host="127.0.0.1", port=port, user=USER, password=PASSWORD, connect_timeout=2
+        )
+    except pymysql.Error:
+        return None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT @@wsrep_node_name, @@GLOBAL.wsrep_on")
+            name, _ = cursor.fetchone() or (None, None)
+            cursor.execute("SHOW STATUS LIKE 'wsrep_ready'")
+            ready = (cursor.fetchone() or ("", ""))[1] == "ON"
+        return str(name) if ready else None
+    except pymysql.Error:
+        return None
+    finally:
+        connection.close()
+
+
+def failure(cluster: GaleraCluster, notes: dict[str, Any]) -> Callable[[], float]:
+    """``kill -9`` node 1 (the writer), then wait until the writer endpoint answers from a
+    synced node again; the kill's wall time."""
+
+    def fail() -> float:
+        killed = cluster.kill(1)
+        deadline = time.monotonic() + FAILOVER_TIMEOUT
+        while (reached := endpoint_node(WRITER_PORT)) in (None, "galera-1"):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        notes["writer_after_kill"] = reached
+        notes["endpoint_seconds"] = round(time.time() - killed, 2)
+        return killed
+
+    return fail
+
+
+@contextlib.contextmanager
+def galera(multi_writer: bool, fail: bool = True) -> Iterator[Topology]:
+    """A fresh cluster as a ``Topology``; stopped and removed when left."""
+    with cluster_topology(multi_writer, fail) as (_, topology):
+        yield topology
+
+
+@contextlib.contextmanager
+def cluster_topology(multi_writer: bool, fail: bool) -> Iterator[tuple[GaleraCluster, Topology]]:
+    with GaleraCluster() as cluster:
+        notes: dict[str, Any] = {"nodes": len(cluster.nodes)}
+        if multi_writer:
+            name = "Galera 3 nodes, multi-writer"
+            workers = tuple(cluster.endpoint_urls)
+        else:
+            name = "Galera 3 nodes, single writer (haproxy)"
+            workers = ()
+        topology = Topology(
+            name,
+            cluster.writer_url,
+            failure(cluster, notes) if fail else None,
+            notes=notes,
+            worker_urls=workers,
+        )
+        yield cluster, topology
+
+
+def counters(cluster: GaleraCluster) -> dict[str, dict[str, int]]:
+    """Galera's conflict counters of each live node."""
+    found = {}
+    for node in cluster.alive():
+        status = cluster.status(node)
+        found[node.name] = {name: int(status.get(name, 0)) for name in COUNTERS}
+    return found
+
+
+def throughput(outcome: Outcome) -> float | None:
+    """Executions per second of ``record`` jobs, from the first mark to the last."""
+    times = [m.at for m in read_marks(Path(outcome.details["directory"])) if m.kind == "job"]
+    if len(times) < 2:
+        return None
+    return round(len(times) / (max(times) - min(times)), 1)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    label: str
+    multi_writer: bool
+    fail: bool
+
+
+SCENARIOS = (
+    Scenario("single writer, writer killed", multi_writer=False, fail=True),
+    Scenario("multi-writer, node 1 killed", multi_writer=True, fail=True),
+    Scenario("single writer, backlog, no failure", multi_writer=False, fail=False),
+    Scenario("multi-writer, backlog, no failure", multi_writer=True, fail=False),
+)
+
+
+def measure(scenario: Scenario, settings: Settings) -> Outcome:
+    """One scenario on a fresh cluster, with its throughput and the conflicts counted on the
+    nodes that lived through it (a killed node's counters die with it). Without a failure the
+    jobs are queued as a backlog within ``BACKLOG_SECONDS``: the workers' pace is measured, not
+    the producer's."""
+    if not scenario.fail:
+        settings = replace(settings, produce_seconds=BACKLOG_SECONDS, batch=BACKLOG_BATCH)
+    with cluster_topology(scenario.multi_writer, scenario.fail) as (cluster, topology):
+        before = counters(cluster)
+        outcome = run(replace(topology, name=f"Galera, {scenario.label}"), settings)
+        after = counters(cluster)
+    delta = {
+        name: sum(after[node][name] - before[node][name] for node in after) for name in COUNTERS
+    }
+    conflicts = delta["wsrep_local_cert_failures"] + delta["wsrep_local_bf_aborts"]
+    attempts = delta["wsrep_local_commits"] + conflicts
+    outcome.details.update(
+        {
+            "throughput_jobs_per_s": throughput(outcome),
+            "galera_counters_on_survivors": delta,
+            "conflict_rate": round(conflicts / attempts, 4) if attempts else None,
+        }
+    )
+    return outcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=Settings().jobs)
+    parser.add_argument("--only", type=int, nargs="*", help="scenario numbers (1-4) to run")
+    parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
+    options = parser.parse_args(argv)
+    chosen = [SCENARIOS[i - 1] for i in options.only] if options.only else list(SCENARIOS)
+    outcomes = []
+    for scenario in chosen:
+        outcomes.append(measure(scenario, Settings(jobs=options.jobs)))
+        print(render(outcomes[-1:]), flush=True)
+    print(render(outcomes))
+    for outcome in outcomes:
+        details = outcome.details
+        print(
+            f"{outcome.topology}: {details['throughput_jobs_per_s']} jobs/s, conflict rate "
+            f"{details['conflict_rate']} ({details['galera_counters_on_survivors']})"
+        )
+    if options.json:
+        options.json.write_text(json.dumps([o.as_dict() for o in outcomes], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
