@@ -20,13 +20,19 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from workload import Topology
 
 ROOT = Path("/tmp/rota-ha")
 """Every datadir and log of these topologies lives under here (Galera's too)."""
 LINK_DELAY = 0.005
 """One-way latency of the replication link: 10 ms round trip, two zones of one region."""
+REMOTE_DELAY = 0.04
+"""One-way latency to a replica in another region (80 ms round trip): the ``-remote`` runs."""
 CHUNK = 65536
 
 
@@ -119,6 +125,37 @@ class Forwarder:
         writer.transport.abort()
 
 
+class Servers(Protocol):
+    """What a topology's ``Pair`` of servers offers ``running``."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Servers)
+
+
+@contextlib.contextmanager
+def running(servers: S, topology: Callable[[S], Topology]) -> Iterator[Topology]:
+    """``servers`` started, as the ``Topology`` made of them, until the block ends; then
+    stopped and removed, whatever happened (a failed start included)."""
+    try:
+        servers.start()
+        yield topology(servers)
+    finally:
+        servers.stop()
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str, every: float = 0.1) -> None:
+    """Until ``check()`` is true; a ``TimeoutError`` naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout:.0f} s")
+        time.sleep(every)
+
+
 def free(*ports: int) -> None:
     """Fail early, naming them, if any of ``ports`` is taken (a run that was not cleaned up)."""
     busy = [port for port in ports if listening(port)]
@@ -133,13 +170,12 @@ def listening(port: int) -> bool:
 
 
 def wait_until_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not listening(port):
+    def up() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server for port {port} exited with {process.returncode}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"nothing listens on {port} after {timeout:.0f} s")
-        time.sleep(0.1)
+        return listening(port)
+
+    wait_for(up, timeout, f"a server listening on {port}")
 
 
 def quietly(command: Sequence[str], stdin: str | None = None, user: str | None = None) -> str:

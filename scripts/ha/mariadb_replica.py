@@ -25,15 +25,26 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from workload import Topology
 
-from common import LINK_DELAY, ROOT, Forwarder, end, free, kill, quietly, remove
+from common import (
+    LINK_DELAY,
+    REMOTE_DELAY,
+    ROOT,
+    Forwarder,
+    end,
+    free,
+    kill,
+    quietly,
+    remove,
+    running,
+    wait_for,
+)
 from common import wait_until_listening as wait_listening
 
 HOME = ROOT / "replica"
@@ -129,14 +140,6 @@ max-connections = 300
         return {key.strip(): value.strip() for key, value in pairs}
 
 
-def wait(check: Callable[[], bool], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} after {timeout:.0f} s")
-        time.sleep(0.1)
-
-
 def applied(replica: Server) -> bool:
     """The replica's SQL thread has applied everything its IO thread received."""
     status = replica.replica_status()
@@ -150,6 +153,7 @@ class Pair:
     """The primary, its replica and the two forwarders, started and failed over."""
 
     semi_sync: bool
+    delay: float = LINK_DELAY
     primary: Server = field(init=False)
     replica: Server = field(init=False)
     notes: dict[str, object] = field(default_factory=dict)
@@ -158,7 +162,7 @@ class Pair:
         self.primary = Server("primary", PRIMARY_PORT, 1, SEMI_SYNC_PRIMARY * self.semi_sync)
         self.replica = Server("replica", REPLICA_PORT, 2, SEMI_SYNC_REPLICA * self.semi_sync)
         self.writer = Forwarder(WRITER_PORT, PRIMARY_PORT)
-        self.link = Forwarder(LINK_PORT, PRIMARY_PORT, delay=LINK_DELAY)
+        self.link = Forwarder(LINK_PORT, PRIMARY_PORT, delay=self.delay)
 
     def start(self) -> None:
         free(PRIMARY_PORT, REPLICA_PORT, LINK_PORT, WRITER_PORT)
@@ -177,9 +181,9 @@ class Pair:
             "START SLAVE;"
         )
         target = self.primary.value("@@gtid_binlog_pos")
-        wait(lambda: self.replica.value("@@gtid_slave_pos") == target, "replica caught up", 30)
+        wait_for(lambda: self.replica.value("@@gtid_slave_pos") == target, 30, "replica caught up")
         if self.semi_sync:
-            wait(self.semi_sync_on, "semi-synchronous replication on", 30)
+            wait_for(self.semi_sync_on, 30, "semi-synchronous replication on")
 
     def semi_sync_on(self) -> bool:
         status = "VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME"
@@ -191,7 +195,7 @@ class Pair:
         self.link.repoint(None)
         killed = kill(self.primary.process)
         self.writer.repoint(None)
-        wait(lambda: applied(self.replica), "relay log applied", APPLY_TIMEOUT)
+        wait_for(lambda: applied(self.replica), APPLY_TIMEOUT, "relay log applied")
         self.notes["replica_gtid_at_promotion"] = self.replica.value("@@gtid_slave_pos")
         self.replica.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0;")
         self.writer.repoint(REPLICA_PORT)
@@ -205,23 +209,19 @@ class Pair:
         remove(HOME)
 
 
-@contextlib.contextmanager
-def pair(semi_sync: bool) -> Iterator[Topology]:
-    """A primary and its replica, running until the block ends, then gone, whatever happens."""
-    servers = Pair(semi_sync)
-    try:
-        servers.start()
-        url = f"mysql+pymysql://{USER}:{PASSWORD}@127.0.0.1:{WRITER_PORT}/{DATABASE}"
-        name = "mariadb semi-sync replica" if semi_sync else "mariadb async replica"
-        servers.notes["link_delay_ms"] = LINK_DELAY * 1000
-        yield Topology(name, url, servers.fail, notes=servers.notes)
-    finally:
-        servers.stop()
+def topology(servers: Pair) -> Topology:
+    url = f"mysql+pymysql://{USER}:{PASSWORD}@127.0.0.1:{WRITER_PORT}/{DATABASE}"
+    name = "mariadb semi-sync replica" if servers.semi_sync else "mariadb async replica"
+    if servers.delay != LINK_DELAY:
+        name += f", {servers.delay * 1000:.0f} ms link"
+    servers.notes["link_delay_ms"] = servers.delay * 1000
+    return Topology(name, url, servers.fail, notes=servers.notes)
 
 
 SCENARIOS: dict[str, Callable[[], AbstractContextManager[Topology]]] = {
-    "mariadb-async": lambda: pair(semi_sync=False),
-    "mariadb-semisync": lambda: pair(semi_sync=True),
+    "mariadb-async": lambda: running(Pair(semi_sync=False), topology),
+    "mariadb-semisync": lambda: running(Pair(semi_sync=True), topology),
+    "mariadb-async-remote": lambda: running(Pair(False, REMOTE_DELAY), topology),
 }
 
 

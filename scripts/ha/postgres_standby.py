@@ -24,14 +24,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from workload import Topology
 
-from common import LINK_DELAY, Forwarder, free, quietly
+from common import LINK_DELAY, REMOTE_DELAY, Forwarder, free, quietly, running, wait_for
 
 PREFIX = "rota_ha_"
 PRIMARY_PORT, STANDBY_PORT, LINK_PORT = 5507, 5508, 5509
@@ -72,13 +72,8 @@ class Cluster:
 
     def start(self) -> None:
         self.control("start")
-        deadline = time.monotonic() + READY_TIMEOUT
-        while subprocess.run(
-            ["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]
-        ).returncode:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.name} does not answer after {READY_TIMEOUT:.0f} s")
-            time.sleep(0.1)
+        probe = ["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]
+        wait_for(lambda: subprocess.run(probe).returncode == 0, READY_TIMEOUT, self.name)
 
     def value(self, query: str) -> str:
         psql = ["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
@@ -121,13 +116,14 @@ def cleanup() -> list[str]:
 class Pair:
     """Primary, standby and the replication link; ``fail`` kills one and promotes the other."""
 
-    def __init__(self, synchronous: bool) -> None:
+    def __init__(self, synchronous: bool, delay: float = LINK_DELAY) -> None:
         found = version()
         self.synchronous = synchronous
         self.primary = Cluster(found, f"{PREFIX}primary", PRIMARY_PORT)
         self.standby = Cluster(found, f"{PREFIX}standby", STANDBY_PORT)
-        self.link = Forwarder(LINK_PORT, PRIMARY_PORT, delay=LINK_DELAY)
-        self.notes: dict[str, object] = {"link_delay_ms": LINK_DELAY * 1000}
+        self.link = Forwarder(LINK_PORT, PRIMARY_PORT, delay=delay)
+        self.delay = delay
+        self.notes: dict[str, object] = {"link_delay_ms": delay * 1000}
 
     def start(self) -> None:
         free(PRIMARY_PORT, STANDBY_PORT, LINK_PORT)
@@ -137,15 +133,10 @@ class Pair:
         self.primary.start()
         clone(self.primary, self.standby)
         self.standby.start()
-        deadline = time.monotonic() + READY_TIMEOUT
         wanted = "sync" if self.synchronous else "async"
-        while (
-            self.primary.value("SELECT string_agg(sync_state, ',') FROM pg_stat_replication")
-            != wanted
-        ):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the standby is not streaming ({wanted}) to the primary")
-            time.sleep(0.2)
+        query = "SELECT string_agg(sync_state, ',') FROM pg_stat_replication"
+        streaming = f"the standby streaming ({wanted})"
+        wait_for(lambda: self.primary.value(query) == wanted, READY_TIMEOUT, streaming)
 
     def fail(self) -> float:
         pids = self.primary.processes()
@@ -158,11 +149,9 @@ class Pair:
             "SELECT pg_last_wal_replay_lsn()"
         )
         self.standby.control("promote")
-        deadline = time.monotonic() + READY_TIMEOUT
-        while self.standby.value("SELECT pg_is_in_recovery()") != "f":
-            if time.monotonic() > deadline:
-                raise TimeoutError("the standby is still in recovery after its promotion")
-            time.sleep(0.05)
+        in_recovery = "SELECT pg_is_in_recovery()"
+        promoted = "the standby's promotion"
+        wait_for(lambda: self.standby.value(in_recovery) == "f", READY_TIMEOUT, promoted, 0.05)
         return killed
 
     def stop(self) -> None:
@@ -171,20 +160,15 @@ class Pair:
         self.standby.drop()
 
 
-@contextlib.contextmanager
-def pair(synchronous: bool) -> Iterator[Topology]:
-    """A primary and its standby until the block ends; both dropped afterwards, whatever
-    happens."""
-    clusters = Pair(synchronous)
-    try:
-        clusters.start()
-        name = "postgres sync standby" if synchronous else "postgres async standby"
-        yield Topology(name, URL, clusters.fail, notes=clusters.notes)
-    finally:
-        clusters.stop()
+def topology(clusters: Pair) -> Topology:
+    name = "postgres sync standby" if clusters.synchronous else "postgres async standby"
+    if clusters.delay != LINK_DELAY:
+        name += f", {clusters.delay * 1000:.0f} ms link"
+    return Topology(name, URL, clusters.fail, notes=clusters.notes)
 
 
 SCENARIOS: dict[str, Callable[[], AbstractContextManager[Topology]]] = {
-    "postgres-async": lambda: pair(synchronous=False),
-    "postgres-sync": lambda: pair(synchronous=True),
+    "postgres-async": lambda: running(Pair(synchronous=False), topology),
+    "postgres-sync": lambda: running(Pair(synchronous=True), topology),
+    "postgres-async-remote": lambda: running(Pair(False, REMOTE_DELAY), topology),
 }

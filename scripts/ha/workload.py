@@ -41,6 +41,7 @@ from ha_app import make
 from outcome import Outcome, Run, judge, read_marks
 from table import render
 
+from common import wait_for
 from rota import Enqueue, JobState, Rota
 
 HERE = Path(__file__).resolve().parent
@@ -160,14 +161,6 @@ class Workers:
                 process.wait()
             log.close()
         return early
-
-
-def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def unfinished(app: Rota) -> int | None:
