@@ -38,6 +38,7 @@ from galera_node import (
     PASSWORD,
     ROOT,
     RUN_AS,
+    SPREAD_PORT,
     USER,
     WRITER_PORT,
     Node,
@@ -72,6 +73,11 @@ class GaleraCluster:
         return [node.url for node in self.nodes]
 
     @property
+    def spread_url(self) -> str:
+        """haproxy's round-robin endpoint: each new connection to the next live node."""
+        return sql_url(SPREAD_PORT)
+
+    @property
     def endpoint_urls(self) -> list[str]:
         """haproxy's endpoint of each node: that node while it lives, then the next ones."""
         return [sql_url(node.endpoint_port) for node in self.nodes]
@@ -83,7 +89,8 @@ class GaleraCluster:
             Endpoint(node.name, node.endpoint_port, servers[i:] + servers[:i])
             for i, node in enumerate(self.nodes)
         ]
-        return [writer, *rotated]
+        spread = Endpoint("spread", SPREAD_PORT, servers, spread=True)
+        return [writer, *rotated, spread]
 
     def __enter__(self) -> GaleraCluster:
         self.start()

@@ -30,6 +30,9 @@ class Endpoint:
     name: str
     port: int
     servers: Sequence[tuple[str, int]]
+    spread: bool = False
+    """Every node at once, each new connection to the next (``balance roundrobin``): what a
+    load balancer in front of Galera often does, and the most conflict-prone multi-writer."""
 
 
 def config(endpoints: Sequence[Endpoint], check_user: str) -> str:
@@ -48,11 +51,13 @@ def config(endpoints: Sequence[Endpoint], check_user: str) -> str:
             f"    default_backend {endpoint.name}-nodes\n"
         )
         servers = "".join(
-            f"    server {name} 127.0.0.1:{port} {CHECK}{' backup' if rank else ''}\n"
+            f"    server {name} 127.0.0.1:{port} {CHECK}"
+            f"{' backup' if rank and not endpoint.spread else ''}\n"
             for rank, (name, port) in enumerate(endpoint.servers)
         )
+        balance = "    balance roundrobin\n" if endpoint.spread else ""
         sections.append(
-            f"backend {endpoint.name}-nodes\n"
+            f"backend {endpoint.name}-nodes\n{balance}"
             f"    option mysql-check user {check_user} post-41\n{servers}"
         )
     return "\n".join(sections)

@@ -3,7 +3,7 @@
 Why a module of its own: the ports and paths are the contract between the cluster
 (``galera.py``), haproxy's endpoints and the runs; each is derived from the node's index, so
 no two nodes (and no two endpoints) can share one, and nothing here lies outside
-``/tmp/rota-ha/galera-N`` or away from the ports 4312-4318 and 4567-4589.
+``/tmp/rota-ha/galera-N`` or away from the ports 4311-4318 and 4567-4589.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ USER = PASSWORD = DATABASE = "rota"
 WRITER_PORT = 4315
 """haproxy's single-writer endpoint (node 1 first); the nodes listen on the ports after it, and
 the endpoint preferring node ``k`` on ``WRITER_PORT - 4 + k`` (before it)."""
+SPREAD_PORT = WRITER_PORT - 4
+"""haproxy's round-robin endpoint over every node."""
 GCOMM_PORT = 4567
 """Group communication of the first node; IST and SST take the next two, each node 10 more."""
 

@@ -1,15 +1,17 @@
 """The Galera topologies of issue 21, and the runs that compare single- and multi-writer.
 
-``galera(multi_writer)`` is the topology ``scripts/ha/run`` runs (the same shape as
+``galera(writers)`` is the topology ``scripts/ha/run`` runs (the same shape as
 ``mariadb_replica.pair``): a fresh three-node cluster, and a ``fail`` that ``kill -9``s node 1
 and waits until haproxy's endpoint reaches another node. Single writer: the producer and every
-worker write through one endpoint (node 1, then 2, then 3). Multi-writer: worker ``i`` writes
-through the endpoint preferring node ``i mod 3 + 1``, so claims race on different nodes, where
-``SKIP LOCKED`` does not see the other nodes' locks: two nodes pick the same pending jobs, and
-the loser's ``COMMIT`` fails certification (1213, the whole transaction undone), which rota
-repeats. Whether a job then ran twice is what the marks tell.
+worker write through one endpoint (node 1, then 2, then 3). Multi-writer (``per-node``): worker
+``i`` writes through the endpoint preferring node ``i mod 3 + 1``, so claims race on different
+nodes, where ``SKIP LOCKED`` does not see the other nodes' locks: two nodes pick the same
+pending jobs, and the loser's ``COMMIT`` fails certification (1213, the whole transaction
+undone), which rota repeats. Whether a job then ran twice is what the marks tell. ``spread``
+sends every new connection to the next node (haproxy's round robin), so even one worker's
+claim, heartbeat and report may meet on different nodes.
 
-``python scripts/ha/galera_runs.py`` runs both with the failure, then both without it on a
+``python scripts/ha/galera_runs.py`` runs both with the failure, then all three without it on a
 backlog (the jobs queued within seconds) to compare throughput, and reads Galera's own conflict
 counters around each run: ``wsrep_local_cert_failures`` (a local commit that lost
 certification) and ``wsrep_local_bf_aborts`` (a local transaction aborted by a replicated
@@ -39,6 +41,7 @@ COUNTERS = ("wsrep_local_commits", "wsrep_local_cert_failures", "wsrep_local_bf_
 FAILOVER_TIMEOUT = 60.0
 BACKLOG_SECONDS = 10.0
 BACKLOG_BATCH = 200
+LOG_MARKS = ("Deadlock", "1047", "Lost connection", "Traceback")
 
 
 def endpoint_node(port: int) -> str | None:
@@ -81,30 +84,26 @@ def failure(cluster: GaleraCluster, notes: dict[str, Any]) -> Callable[[], float
 
 
 @contextlib.contextmanager
-def galera(multi_writer: bool, fail: bool = True) -> Iterator[Topology]:
+def galera(writers: str, fail: bool = True) -> Iterator[Topology]:
     """A fresh cluster as a ``Topology``; stopped and removed when left."""
-    with cluster_topology(multi_writer, fail) as (_, topology):
+    with cluster_topology(writers, fail) as (_, topology):
         yield topology
 
 
 @contextlib.contextmanager
-def cluster_topology(multi_writer: bool, fail: bool) -> Iterator[tuple[GaleraCluster, Topology]]:
+def cluster_topology(writers: str, fail: bool) -> Iterator[tuple[GaleraCluster, Topology]]:
+    """``writers``: ``single`` (everything through the writer endpoint), ``per-node`` (worker
+    ``i`` through the endpoint of node ``i mod 3 + 1``), ``spread`` (every connection of every
+    process to the next node, round robin)."""
     with GaleraCluster() as cluster:
-        notes: dict[str, Any] = {"nodes": len(cluster.nodes)}
-        if multi_writer:
-            name = "Galera 3 nodes, multi-writer"
-            workers = tuple(cluster.endpoint_urls)
-        else:
-            name = "Galera 3 nodes, single writer (haproxy)"
-            workers = ()
-        topology = Topology(
-            name,
-            cluster.writer_url,
-            failure(cluster, notes) if fail else None,
-            notes=notes,
-            worker_urls=workers,
+        notes: dict[str, Any] = {"nodes": len(cluster.nodes), "writers": writers}
+        url = cluster.spread_url if writers == "spread" else cluster.writer_url
+        workers = cluster.endpoint_urls if writers == "per-node" else []
+        fail_writer = failure(cluster, notes) if fail else None
+        yield (
+            cluster,
+            Topology(f"Galera, {writers}", url, fail_writer, notes=notes, worker_urls=workers),
         )
-        yield cluster, topology
 
 
 def counters(cluster: GaleraCluster) -> dict[str, dict[str, int]]:
@@ -127,15 +126,16 @@ def throughput(outcome: Outcome) -> float | None:
 @dataclass(frozen=True)
 class Scenario:
     label: str
-    multi_writer: bool
+    writers: str
     fail: bool
 
 
 SCENARIOS = (
-    Scenario("single writer, writer killed", multi_writer=False, fail=True),
-    Scenario("multi-writer, node 1 killed", multi_writer=True, fail=True),
-    Scenario("single writer, backlog, no failure", multi_writer=False, fail=False),
-    Scenario("multi-writer, backlog, no failure", multi_writer=True, fail=False),
+    Scenario("single writer, writer killed", writers="single", fail=True),
+    Scenario("multi-writer, node 1 killed", writers="per-node", fail=True),
+    Scenario("single writer, backlog, no failure", writers="single", fail=False),
+    Scenario("multi-writer, backlog, no failure", writers="per-node", fail=False),
+    Scenario("round-robin, backlog, no failure", writers="spread", fail=False),
 )
 
 
@@ -146,7 +146,7 @@ def measure(scenario: Scenario, settings: Settings) -> Outcome:
     the producer's."""
     if not scenario.fail:
         settings = replace(settings, produce_seconds=BACKLOG_SECONDS, batch=BACKLOG_BATCH)
-    with cluster_topology(scenario.multi_writer, scenario.fail) as (cluster, topology):
+    with cluster_topology(scenario.writers, scenario.fail) as (cluster, topology):
         before = counters(cluster)
         outcome = run(replace(topology, name=f"Galera, {scenario.label}"), settings)
         after = counters(cluster)
@@ -160,9 +160,21 @@ def measure(scenario: Scenario, settings: Settings) -> Outcome:
             "throughput_jobs_per_s": throughput(outcome),
             "galera_counters_on_survivors": delta,
             "conflict_rate": round(conflicts / attempts, 4) if attempts else None,
+            "worker_log_lines": worker_log_lines(Path(outcome.details["directory"])),
         }
     )
     return outcome
+
+
+def worker_log_lines(directory: Path) -> dict[str, int]:
+    """How many lines of the workers' output name each error that matters on Galera: a
+    conflict rota gave up repeating, a node not ready, a dropped connection, any traceback."""
+    found = dict.fromkeys(LOG_MARKS, 0)
+    for path in directory.glob("worker-*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            for mark in LOG_MARKS:
+                found[mark] += mark in line
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
