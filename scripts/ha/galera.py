@@ -61,6 +61,7 @@ class GaleraCluster:
         self.nodes = [Node(i) for i in range(1, size + 1)]
         self.proxy = proxy
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.frozen: set[str] = set()
 
     @property
     def writer_url(self) -> str:
@@ -209,14 +210,25 @@ class GaleraCluster:
         process.wait()
         return killed
 
+    def freeze(self, index: int = 1) -> float:
+        """``SIGSTOP`` node ``index``: a host that hangs or drops off the network, whose sockets
+        stay open (no reset, unlike a killed process on this machine), so the other nodes and
+        haproxy notice it only by their timeouts; its time."""
+        self.frozen.add(f"galera-{index}")
+        frozen = time.time()
+        self.processes[f"galera-{index}"].send_signal(signal.SIGSTOP)
+        return frozen
+
     def alive(self) -> list[Node]:
-        return [node for node in self.nodes if node.name in self.processes]
+        """The nodes neither killed nor frozen."""
+        return [n for n in self.nodes if n.name in self.processes and n.name not in self.frozen]
 
     def stop(self) -> None:
         """End every process started (SIGTERM, SIGKILL after 30 s) and remove the files."""
         for process in self.processes.values():
             if process.poll() is None:
                 process.terminate()
+                process.send_signal(signal.SIGCONT)  # a frozen node, to hear it
         deadline = time.monotonic() + 30
         for process in self.processes.values():
             try:

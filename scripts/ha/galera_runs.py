@@ -11,7 +11,8 @@ undone), which rota repeats. Whether a job then ran twice is what the marks tell
 sends every new connection to the next node (haproxy's round robin), so even one worker's
 claim, heartbeat and report may meet on different nodes.
 
-``python scripts/ha/galera_runs.py`` runs both with the failure, then all three without it on a
+``python scripts/ha/galera_runs.py`` runs both with the failure (and the single writer with its
+node frozen, ``SIGSTOP``: a lost host, noticed by timeouts), then all three without it on a
 backlog (the jobs queued within seconds) to compare throughput, and reads Galera's own conflict
 counters around each run: ``wsrep_local_cert_failures`` (a local commit that lost
 certification) and ``wsrep_local_bf_aborts`` (a local transaction aborted by a replicated
@@ -32,7 +33,7 @@ from typing import Any
 
 import pymysql
 from galera import GaleraCluster
-from galera_node import PASSWORD, USER, WRITER_PORT
+from galera_node import DATABASE, PASSWORD, USER, WRITER_PORT
 from outcome import Outcome, read_marks
 from table import render
 from workload import Settings, Topology, run
@@ -42,56 +43,75 @@ FAILOVER_TIMEOUT = 60.0
 BACKLOG_SECONDS = 10.0
 BACKLOG_BATCH = 200
 LOG_MARKS = ("Deadlock", "1047", "Lost connection", "Traceback")
+PROBE_TIMEOUT = 30.0
+PROBE_TABLE = "CREATE TABLE galera_probe (id INT AUTO_INCREMENT PRIMARY KEY, at DOUBLE)"
+PROBE_WRITE = "INSERT INTO galera_probe (at) VALUES (UNIX_TIMESTAMP(NOW(6)))"
 
 
-def endpoint_node(port: int) -> str | None:
-    """The node an endpoint reaches now (``galera-N``), if it answers as a synced member."""
+def query(port: int, *statements: str) -> tuple[Any, ...] | None:
+    """Run ``statements`` as rota's user through ``port`` (autocommit); the last one's first
+    row, or ``None`` if the endpoint did not answer them all within ``PROBE_TIMEOUT``."""
     try:
         connection = pymysql.connect(
-            host="127.0.0.1", port=port, user=USER, password=PASSWORD, connect_timeout=2
+            host="127.0.0.1",
+            port=port,
+            user=USER,
+            password=PASSWORD,
+            database=DATABASE,
+            connect_timeout=2,
+            read_timeout=PROBE_TIMEOUT,
+            write_timeout=PROBE_TIMEOUT,
+            autocommit=True,
         )
     except pymysql.Error:
         return None
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT @@wsrep_node_name, @@GLOBAL.wsrep_on")
-            name, _ = cursor.fetchone() or (None, None)
-            cursor.execute("SHOW STATUS LIKE 'wsrep_ready'")
-            ready = (cursor.fetchone() or ("", ""))[1] == "ON"
-        return str(name) if ready else None
+            for statement in statements:
+                cursor.execute(statement)
+            return tuple(cursor.fetchone() or ())
     except pymysql.Error:
         return None
     finally:
         connection.close()
 
 
-def failure(cluster: GaleraCluster, notes: dict[str, Any]) -> Callable[[], float]:
-    """``kill -9`` node 1 (the writer), then wait until the writer endpoint answers from a
-    synced node again; the kill's wall time."""
+def failure(cluster: GaleraCluster, notes: dict[str, Any], freeze: bool) -> Callable[[], float]:
+    """``kill -9`` node 1 (the writer), or freeze it (``SIGSTOP``, a lost host); wait until the
+    writer endpoint answers from another node, then until a write commits there (the cluster
+    stalls its commits until it has evicted the lost node); the failure's wall time."""
 
     def fail() -> float:
-        killed = cluster.kill(1)
+        failed = cluster.freeze(1) if freeze else cluster.kill(1)
         deadline = time.monotonic() + FAILOVER_TIMEOUT
-        while (reached := endpoint_node(WRITER_PORT)) in (None, "galera-1"):
+        reached = None
+        while reached is None or reached[0] == "galera-1":
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        notes["writer_after_kill"] = reached
-        notes["endpoint_seconds"] = round(time.time() - killed, 2)
-        return killed
+            reached = query(WRITER_PORT, "SELECT @@wsrep_node_name")
+        notes["writer_after_failure"] = reached[0] if reached else None
+        notes["endpoint_seconds"] = round(time.time() - failed, 2)
+        while query(WRITER_PORT, PROBE_WRITE, "SELECT 1") is None:
+            if time.monotonic() > deadline:
+                break
+        notes["first_commit_seconds"] = round(time.time() - failed, 2)
+        return failed
 
     return fail
 
 
 @contextlib.contextmanager
-def galera(writers: str, fail: bool = True) -> Iterator[Topology]:
+def galera(writers: str, fail: bool = True, freeze: bool = False) -> Iterator[Topology]:
     """A fresh cluster as a ``Topology``; stopped and removed when left."""
-    with cluster_topology(writers, fail) as (_, topology):
+    with cluster_topology(writers, fail, freeze) as (_, topology):
         yield topology
 
 
 @contextlib.contextmanager
-def cluster_topology(writers: str, fail: bool) -> Iterator[tuple[GaleraCluster, Topology]]:
+def cluster_topology(
+    writers: str, fail: bool, freeze: bool = False
+) -> Iterator[tuple[GaleraCluster, Topology]]:
     """``writers``: ``single`` (everything through the writer endpoint), ``per-node`` (worker
     ``i`` through the endpoint of node ``i mod 3 + 1``), ``spread`` (every connection of every
     process to the next node, round robin)."""
@@ -99,7 +119,8 @@ def cluster_topology(writers: str, fail: bool) -> Iterator[tuple[GaleraCluster, 
         notes: dict[str, Any] = {"nodes": len(cluster.nodes), "writers": writers}
         url = cluster.spread_url if writers == "spread" else cluster.writer_url
         workers = cluster.endpoint_urls if writers == "per-node" else []
-        fail_writer = failure(cluster, notes) if fail else None
+        query(WRITER_PORT, PROBE_TABLE)
+        fail_writer = failure(cluster, notes, freeze) if fail else None
         yield (
             cluster,
             Topology(f"Galera, {writers}", url, fail_writer, notes=notes, worker_urls=workers),
@@ -128,11 +149,13 @@ class Scenario:
     label: str
     writers: str
     fail: bool
+    freeze: bool = False
 
 
 SCENARIOS = (
     Scenario("single writer, writer killed", writers="single", fail=True),
     Scenario("multi-writer, node 1 killed", writers="per-node", fail=True),
+    Scenario("single writer, writer frozen", writers="single", fail=True, freeze=True),
     Scenario("single writer, backlog, no failure", writers="single", fail=False),
     Scenario("multi-writer, backlog, no failure", writers="per-node", fail=False),
     Scenario("round-robin, backlog, no failure", writers="spread", fail=False),
@@ -146,7 +169,7 @@ def measure(scenario: Scenario, settings: Settings) -> Outcome:
     the producer's."""
     if not scenario.fail:
         settings = replace(settings, produce_seconds=BACKLOG_SECONDS, batch=BACKLOG_BATCH)
-    with cluster_topology(scenario.writers, scenario.fail) as (cluster, topology):
+    with cluster_topology(scenario.writers, scenario.fail, scenario.freeze) as (cluster, topology):
         before = counters(cluster)
         outcome = run(replace(topology, name=f"Galera, {scenario.label}"), settings)
         after = counters(cluster)
