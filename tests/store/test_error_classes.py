@@ -1,7 +1,9 @@
 """Which driver errors rota repeats, for PyMySQL with and without a SQLSTATE, and psycopg.
 
 PyMySQL 1.2 started to carry the server's SQLSTATE, which for a deadlock (``40001``) says
-nothing about the error number that tells it apart; the number must decide.
+nothing about the error number that tells it apart; the number must decide. A failover's errors
+are transient (issue 21), and those of a server that answers but takes no writes (a replica, a
+Galera node outside the primary component) also drop the whole pool: ``refuses_writes``.
 """
 
 from __future__ import annotations
@@ -29,21 +31,29 @@ def mysql_error(errno: int, sqlstate: str | None) -> sa_exc.DBAPIError:
 
 
 @pytest.mark.parametrize(
-    ("errno", "sqlstate", "transient", "conflict"),
+    ("errno", "sqlstate", "transient", "conflict", "refuses_writes"),
     [
-        (1213, "40001", True, True),
-        (1213, None, True, True),
-        (1205, "HY000", True, True),
-        (2013, "HY000", True, False),
-        (1927, "70100", True, False),
-        (1146, "42S02", False, False),
+        pytest.param(1213, "40001", True, True, False, id="deadlock-or-certification"),
+        pytest.param(1213, None, True, True, False, id="deadlock-no-sqlstate"),
+        pytest.param(1205, "HY000", True, True, False, id="lock-wait-timeout"),
+        pytest.param(2013, "HY000", True, False, False, id="lost-connection"),
+        pytest.param(1927, "70100", True, False, False, id="connection-killed"),
+        pytest.param(1290, "HY000", True, False, True, id="read-only-option"),
+        pytest.param(1836, "HY000", True, False, True, id="read-only-mode"),
+        pytest.param(1792, "25006", True, False, True, id="read-only-transaction"),
+        pytest.param(1047, "08S01", True, False, True, id="galera-node-not-ready"),
+        pytest.param(1180, "HY000", True, False, False, id="error-during-commit"),
+        pytest.param(2026, "HY000", False, False, False, id="ssl-handshake"),
+        pytest.param(1146, "42S02", False, False, False, id="no-such-table"),
     ],
 )
 def test_mysql_errors_are_told_apart_by_number(
-    errno: int, sqlstate: str | None, transient: bool, conflict: bool
+    errno: int, sqlstate: str | None, transient: bool, conflict: bool, refuses_writes: bool
 ) -> None:
     error = mysql_error(errno, sqlstate)
     assert (MYSQL.is_transient(error), MYSQL.is_conflict(error)) == (transient, conflict)
+    assert error.orig is not None
+    assert MYSQL.refuses_writes(error.orig) is refuses_writes
 
 
 @pytest.mark.parametrize(
@@ -53,7 +63,11 @@ def test_mysql_errors_are_told_apart_by_number(
         ("40001", True, True),
         ("55P03", True, True),
         ("08006", True, False),
+        ("08001", True, False),
         ("57P01", True, False),
+        ("57P02", True, False),
+        ("57P03", True, False),
+        ("25006", True, False),
         ("42P01", False, False),
     ],
 )
@@ -63,6 +77,7 @@ def test_postgres_errors_are_told_apart_by_sqlstate(
     original = psycopg.errors.lookup(sqlstate)("message")
     error = sa_exc.OperationalError("UPDATE ...", {}, original)
     assert (POSTGRES.is_transient(error), POSTGRES.is_conflict(error)) == (transient, conflict)
+    assert POSTGRES.refuses_writes(original) is (sqlstate == "25006"), "a standby's refusal"
 
 
 def test_postgres_refusing_connections_is_transient() -> None:
@@ -78,6 +93,8 @@ def test_postgres_refusing_connections_is_transient() -> None:
         ('connection to server at "db", port 5432 failed: timeout expired', True),
         ("failed: FATAL:  the database system is starting up", True),
         ("failed: FATAL:  sorry, too many clients already", True),
+        ("failed: FATAL:  the database system is not yet accepting connections", True),
+        ("failed: session is read-only", True),
         ('failed: FATAL:  password authentication failed for user "app"', False),
         ('failed: FATAL:  database "app" does not exist', False),
         ('failed: FATAL:  no pg_hba.conf entry for host "10.0.0.1"', False),

@@ -1,5 +1,5 @@
-"""``rota check``: can this database run rota, is any job waiting for a worker that is gone, and
-is any schedule failing?"""
+"""``rota check``: can this database run rota (reached, writable), is any job waiting for a worker
+that is gone, and is any schedule failing?"""
 
 from __future__ import annotations
 
@@ -35,12 +35,17 @@ EVER = datetime.min.replace(tzinfo=timezone.utc)
 LIVE = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
 """A failing schedule that has ended (cancelled, disabled) runs no more ticks: not a problem."""
 SCHEDULE_FAILING = "SCHEDULE_FAILING"
+SERVER_READ_ONLY = "SERVER_READ_ONLY"
 
 
 @dataclass
 class Report:
     database: str
     server: str | None = None
+    reached: str | None = None
+    """``host:port`` the check's connection reached: of several hosts, or behind a proxy, which."""
+    read_only: str | None = None
+    """Why the server takes no writes, or ``None`` when it does (or was not reached)."""
     driver: str | None = None
     driver_version: str | None = None
     skip_locked: str | None = None
@@ -61,12 +66,14 @@ class Report:
 @database_options
 @json_option
 def check(url: str | None, table_prefix: str, as_json: bool) -> None:
-    """Check the database: server, driver, SKIP LOCKED, schema, live workers, stranded jobs.
+    """Check the database: server reached, writable, driver, SKIP LOCKED, schema, live workers,
+    stranded jobs.
 
     A job is stranded when it is pending and no live worker (one that missed fewer than two
-    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable,
-    its schema is missing or behind this version of rota, or a schedule is failing (its last
-    alert_after_failures ticks failed), naming each such schedule.
+    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable or
+    read-only (a replica: no worker can work there), its schema is missing or behind this
+    version of rota, or a schedule is failing (its last alert_after_failures ticks failed),
+    naming each such schedule.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -93,8 +100,15 @@ def examine(rota: Rota, report: Report) -> None:
     with reaching(rota):
         server = store.server_info()
     report.server, report.skip_locked = str(server), server.skip_locked
+    report.reached, report.read_only = server.reached, server.read_only
     if server.problem is not None:
         report.problems.append(f"{ConfigError.code}: {server.problem}")
+    if server.read_only is not None:
+        report.problems.append(
+            f"{SERVER_READ_ONLY}: the server at {server.reached} takes no writes "
+            f"({server.read_only}), so no worker can claim or finish a job there: point the "
+            "URL at the primary, or at a proxy or name that follows it"
+        )
     status = store.schema_status()
     report.schema, report.schema_state = status.revision, status.state
     if status.problem is not None:
@@ -118,6 +132,9 @@ def as_dict(report: Report) -> dict[str, Any]:
         "problems": report.problems,
         "database": report.database,
         "server": report.server,
+        "reached": report.reached,
+        "writable": None if report.server is None else report.read_only is None,
+        "read_only": report.read_only,
         "driver": {"name": report.driver, "version": report.driver_version},
         "skip_locked": report.skip_locked,
         "schema": {
@@ -172,6 +189,8 @@ def show(report: Report) -> None:
     }.get(report.schema_state or "", f"missing (this rota needs {report.head})")
     facts += [
         ("server", report.server),
+        *([("reached", report.reached)] if report.reached is not None else []),
+        ("writable", "yes" if report.read_only is None else f"no: {report.read_only}"),
         ("skip locked", report.skip_locked or "-"),
         ("schema", schema),
     ]

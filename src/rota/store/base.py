@@ -58,7 +58,9 @@ class Store(Protocol):
         ...
 
     def server_info(self) -> ServerInfo:
-        """Reach the server and describe it, even one rota cannot run on (see ``problem``)."""
+        """Reach the server and describe it, even one rota cannot run on (see ``problem``):
+        which host answered (``reached``) and whether it takes writes (``read_only``), since
+        after a failover a URL may lead to a replica that answers reads and refuses writes."""
         ...
 
     def driver(self) -> tuple[str, str]:

@@ -13,9 +13,10 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from rota.errors import ConfigError
-from rota.store.dialects import dialect_for
+from rota.store.dialects import BACKENDS, dialect_for
 from rota.store.secrets import hide
 
+NOT_A_URL = "not a database URL rota can use, e.g. mysql://user:password@host/database"
 USER_INFO = re.compile(r"^[\w+]+://[^:/]*:(?P<password>[^@]*)@")
 """The password as written in a URL string (SQLAlchemy's own pattern), parsed or not."""
 
@@ -25,9 +26,20 @@ def parse_url(url: str | URL) -> URL:
     try:
         return make_url(url)
     except (sa_exc.ArgumentError, ValueError, TypeError):
-        raise ConfigError(
-            "not a database URL rota can use, e.g. mysql://user:password@host/database"
-        ) from None
+        raise ConfigError(several_hosts(url) or NOT_A_URL) from None
+
+
+def several_hosts(url: object) -> str | None:
+    """What to write instead, for a URL string that lists servers as ``a:1,b:2`` before its
+    path (which SQLAlchemy cannot parse), naming the backend's way; else ``None``."""
+    if not isinstance(url, str):
+        return None
+    scheme, _, rest = url.partition("://")
+    hosts = rest.partition("/")[0].rpartition("@")[2]
+    backend = BACKENDS.get(scheme.partition("+")[0])
+    if backend is None or "," not in hosts:
+        return None
+    return f"this URL names several database servers: {backend.several_hosts}"
 
 
 def url_from_parts(
@@ -68,8 +80,20 @@ def normalise_url(url: str | URL) -> URL:
 def describe_url(url: str | URL) -> str:
     """The URL without its password, for logs and errors."""
     parsed = parse_url(url)
-    host = f"{parsed.host}:{parsed.port}" if parsed.port else (parsed.host or "")
-    return f"{parsed.get_backend_name()} database {parsed.database!r} on {host or 'local file'}"
+    return f"{parsed.get_backend_name()} database {parsed.database!r} on {servers(parsed)}"
+
+
+def servers(parsed: URL) -> str:
+    """``host:port``, or the hosts of the query string (PostgreSQL's several), or a local file."""
+    if parsed.host:
+        return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host
+    hosts, ports = (parsed.query.get(key) for key in ("host", "port"))
+    if hosts is None:
+        return "local file"
+    shown = hosts if isinstance(hosts, str) else ",".join(hosts)
+    if ports is None:
+        return shown
+    return f"{shown} (ports {ports if isinstance(ports, str) else ','.join(ports)})"
 
 
 def masked_url(url: str) -> str:

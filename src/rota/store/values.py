@@ -21,6 +21,12 @@ class ServerInfo:
     """How claims keep two workers off one job: ``yes``, ``no`` or ``single writer``."""
     problem: str | None = None
     """Why rota cannot run on this server (no ``SKIP LOCKED``), or ``None``."""
+    reached: str | None = None
+    """``host:port`` the connection reached (of a URL's several hosts, the one that took it;
+    behind a proxy, also the node the server calls itself); ``None`` for a file or a socket."""
+    read_only: str | None = None
+    """Why the server takes no writes (a replica, a Galera node not ready), or ``None``: a
+    worker reaching a read-only server claims and finishes nothing there."""
 
     def __str__(self) -> str:
         return f"{self.product} {self.version}"

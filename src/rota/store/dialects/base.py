@@ -8,6 +8,7 @@ rota does differently there.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -97,6 +98,8 @@ class Dialect:
     product: ClassVar[str]
     drivers: ClassVar[Mapping[str, str]] = {}
     """Bare URL schemes and the driver rota ships an extra for (``mysql`` → ``mysql+pymysql``)."""
+    several_hosts: ClassVar[str] = "name one database server"
+    """What to write instead of a URL with several hosts this backend cannot take."""
     announces_new_jobs: ClassVar[bool] = False
     """Whether the jobs table notifies a channel of inserted jobs (migration 0008), which a
     worker can listen on (``store.signals``) instead of waiting for its next poll."""
@@ -145,7 +148,20 @@ class Dialect:
 
         @event.listens_for(engine, "handle_error")
         def _on_error(context: ExceptionContext) -> None:
-            if context.is_disconnect:
+            if self.refuses_writes(context.original_exception):
+                # Taken as a lost connection: SQLAlchemy closes this one and marks the pool,
+                # so every connection opened before is replaced at its next checkout instead
+                # of writing to the same server again (``refuses_writes``).
+                context.is_disconnect = True
+                logger.warning(
+                    "the database server refused a write as read-only (%s: %s): a replica, "
+                    "or a node leaving its cluster; dropping every pooled connection so that "
+                    "new ones reach the writer",
+                    type(context.original_exception).__name__,
+                    context.original_exception,
+                    extra={"event": "db.read_only"},
+                )
+            elif context.is_disconnect:
                 logger.warning(
                     "lost a database connection (%s: %s); the pool will open a new one",
                     type(context.original_exception).__name__,
@@ -176,7 +192,19 @@ class Dialect:
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """The server's product and version, and how it keeps two workers off one job."""
-        return ServerInfo(self.product, server_version(connection), "yes")
+        return self.described(
+            connection, ServerInfo(self.product, server_version(connection), "yes")
+        )
+
+    def described(self, connection: Connection, info: ServerInfo) -> ServerInfo:
+        """``info`` with the server this connection reached and why it takes no writes."""
+        reached, read_only = self.whereabouts(connection)
+        return dataclasses.replace(info, reached=reached, read_only=read_only)
+
+    def whereabouts(self, connection: Connection) -> tuple[str | None, str | None]:
+        """``host:port`` this connection reached, and why the server takes no writes (``None``
+        when it does)."""
+        return None, None
 
     def server_time_query(self) -> str | None:
         """The server's current UTC time as a naive timestamp; ``None`` where it is this host's."""
@@ -278,6 +306,13 @@ class Dialect:
     def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
         """Deadlock, lock-wait timeout or serialisation failure: the transaction was undone."""
         raise NotImplementedError
+
+    def refuses_writes(self, original: BaseException) -> bool:
+        """The driver's error says the server answers but takes no writes: after a failover,
+        every pooled connection reaches the old primary, now a replica, whose reads succeed,
+        so the pool would keep handing them out. Such an error drops them all (see
+        ``configure``); it is transient, since the next connections reach the new writer."""
+        return False
 
     @contextlib.contextmanager
     def translate_errors(self, hide_secrets: Callable[[str], str] = str) -> Iterator[None]:

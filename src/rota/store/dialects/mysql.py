@@ -15,6 +15,15 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   so a worker waits for its server on either driver. Deadlock (1213) and lock-wait timeout
   (1205) are the same on both; MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never
   uses.
+* Failover (issue 21): a server that answers but takes no writes reports 1290 (running with
+  ``--read-only``, MySQL's ``--super-read-only`` too), 1836 (read-only mode) or 1792
+  (read-only transaction); a Galera node outside the primary component 1047 ("WSREP has not
+  yet prepared node for application use"), and a certification failure 1213. 1180 is an
+  error during ``COMMIT``. All are transient; the four of a server that cannot take rota's
+  writes also drop every pooled connection (``refuses_writes``), so that the next connection,
+  through haproxy, ProxySQL or a DNS name that follows the primary, reaches the new writer.
+  The drivers connect to one host only: a URL naming several is a ``ConfigError``. An SSL
+  handshake failure (2026) is not transient: a certificate that does not verify needs a person.
 * Silences (the same on both, client-side): PyMySQL's ``read_timeout``/``write_timeout`` bound
   each wait on the socket, and a timeout closes the connection as error 2013 ("Lost connection
   ... (timed out)"), which rota reports as a lost connection (``TransientStoreError``). PyMySQL
@@ -45,10 +54,11 @@ from typing import Any
 from sqlalchemy import Select, Table, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
+from rota.errors import ConfigError
 from rota.store.dialects.base import (
     ConnectionSettings,
     Dialect,
@@ -61,7 +71,20 @@ from rota.store.secrets import encoded
 from rota.store.values import ServerInfo
 
 CONFLICT = frozenset({1205, 1213})
-TRANSIENT = CONFLICT | {1040, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
+NOT_WRITABLE = frozenset({1047, 1290, 1792, 1836})
+"""The server answers but cannot take rota's writes: a replica, a Galera node not ready."""
+TRANSIENT = CONFLICT | NOT_WRITABLE | {1040, 1180, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
+WRITE_SETTINGS = (
+    "read_only",
+    "super_read_only",
+    "innodb_read_only",
+    "wsrep_on",
+    "hostname",
+    "port",
+)
+"""The server variables that tell where a connection is and whether it takes writes; one the
+server lacks (MariaDB has no ``super_read_only``, MySQL no ``wsrep_on``) is left out of its
+answer."""
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
 MYSQLDB_STATEMENT_BYTES = 60_000
@@ -74,6 +97,18 @@ class MySQLDialect(Dialect):
     name = "mysql"
     product = "MySQL"
     drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
+    several_hosts = (
+        "the MySQL and MariaDB drivers connect to one host only: put haproxy or ProxySQL in "
+        "front of the servers, or use a DNS name that follows the primary, and name that host"
+    )
+
+    def normalise(self, url: URL) -> URL:
+        """One host, or a ``ConfigError`` saying what to use instead of several."""
+        listed = url.query.get("host", "")
+        hosts = [url.host or "", *([listed] if isinstance(listed, str) else listed)]
+        if len([host for host in hosts if host]) > 1 or any("," in host for host in hosts):
+            raise ConfigError(f"this URL names several database servers: {self.several_hosts}")
+        return super().normalise(url)
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         return {
@@ -124,10 +159,31 @@ class MySQLDialect(Dialect):
         minimum = (10, 6) if mariadb else (8, 0, 1)
         text_version = server_version(connection)
         if tuple(version[: len(minimum)]) >= minimum:
-            return ServerInfo(product, text_version, "yes")
+            return self.described(connection, ServerInfo(product, text_version, "yes"))
         needed = ".".join(map(str, minimum))
         problem = f"{product} {text_version} has no SKIP LOCKED; rota needs {needed} or later"
-        return ServerInfo(product, text_version, "no", problem)
+        return self.described(connection, ServerInfo(product, text_version, "no", problem))
+
+    def whereabouts(self, connection: Connection) -> tuple[str | None, str | None]:
+        """The URL's host and port with the node the server calls itself (``@@hostname``,
+        ``@@port``: behind a proxy, the only way to tell which node answered); read-only when
+        ``read_only``, MySQL's ``super_read_only`` or ``innodb_read_only`` is on, or on a
+        Galera node (``wsrep_on``) that is not ready (``wsrep_ready``)."""
+        url = connection.engine.url
+        settings = _settings(connection)
+        node = f"{settings.get('hostname')}:{settings.get('port')}"
+        reached = f"{url.host or 'localhost'}:{url.port or 3306} (node {node})"
+        for name in ("super_read_only", "read_only", "innodb_read_only"):
+            if settings.get(name) == "ON":
+                return reached, f"{name} is on (a replica, or a primary being demoted)"
+        if settings.get("wsrep_on") == "ON":
+            ready = connection.exec_driver_sql("SHOW GLOBAL STATUS LIKE 'wsrep_ready'").first()
+            if ready is not None and ready[1] != "ON":
+                return (
+                    reached,
+                    "wsrep_ready is OFF: this Galera node is not in the primary component",
+                )
+        return reached, None
 
     def server_time_query(self) -> str:
         return "SELECT UTC_TIMESTAMP(6)"
@@ -176,12 +232,15 @@ class MySQLDialect(Dialect):
         connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": name})
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
-        return lost_connection(error) or _errno(error) in TRANSIENT
+        return lost_connection(error) or _errno(error.orig) in TRANSIENT
+
+    def refuses_writes(self, original: BaseException) -> bool:
+        return _errno(original) in NOT_WRITABLE
 
     def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
         """MySQL undoes only the statement on a lock-wait timeout (unless
         ``innodb_rollback_on_timeout``), but rota then rolls the transaction back itself."""
-        return not error.connection_invalidated and _errno(error) in CONFLICT
+        return not error.connection_invalidated and _errno(error.orig) in CONFLICT
 
 
 @contextlib.contextmanager
@@ -198,14 +257,21 @@ def _driver_socket(dbapi_connection: Any) -> Iterator[socket.socket | None]:
         yield duplicate
 
 
-def _errno(error: sa_exc.DBAPIError) -> int | None:
-    """The server's error number.
+def _errno(original: BaseException | None) -> int | None:
+    """The server's error number in the driver's exception.
 
     PyMySQL 1.2+ also carries a SQLSTATE, but MySQL's is too coarse to tell a deadlock from
     a lock-wait timeout (and a ``SIGNAL`` may set any), so the number decides.
     """
-    args = getattr(error.orig, "args", ())
+    args = getattr(original, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
+
+
+def _settings(connection: Connection) -> dict[str, str]:
+    """``WRITE_SETTINGS`` as the server has them, by name, in one round trip on either product."""
+    names = ", ".join(f"'{name}'" for name in WRITE_SETTINGS)
+    query = f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})"
+    return {str(name): str(value) for name, value in connection.exec_driver_sql(query)}
 
 
 def _id_step(connection: Connection) -> int:

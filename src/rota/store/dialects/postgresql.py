@@ -5,6 +5,14 @@ A silent peer is found by libpq's TCP keepalive (``keepalives_*``) and ``tcp_use
 read timeout: ``read_timeout`` does not apply here. ``statement_timeout`` would bound how long a
 statement runs, not notice a dead link (the server's cancel cannot reach the client), and would
 cut legitimate waits (the migration's advisory lock, a long migration), so rota sets none.
+
+Failover (issue 21): libpq takes several hosts (``?host=a:5432,b:5432``, or ``host=a&host=b``,
+or ``host=a,b&port=5432,5433``) and, with ``target_session_attrs=read-write``, connects to the
+one that takes writes; ``connect_timeout`` and the keepalives apply to each. A standby refuses
+a write with 25006 (``read_only_sql_transaction``), as does a database whose
+``default_transaction_read_only`` is on: transient, and the pool is dropped (``refuses_writes``)
+so that the next connection finds the new primary. 57P01-57P03 (shutdown, crash, not yet
+accepting connections) and 08 (connection errors) are transient too.
 """
 
 from __future__ import annotations
@@ -15,15 +23,22 @@ from typing import Any
 from sqlalchemy import Table, bindparam, func, insert, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.sql.dml import Insert
 
 from rota.store.dialects.base import ConnectionSettings, Dialect, lost_connection
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 
 CONFLICT = ("40001", "40P01", "55P03")
-TRANSIENT_PREFIXES = (*CONFLICT, "08", "57P")
-CONNECT_RETRYABLE = ("starting up", "shutting down", "in recovery", "too many clients")
+READ_ONLY = "25006"
+TRANSIENT_PREFIXES = (*CONFLICT, READ_ONLY, "08", "57P")
+CONNECT_RETRYABLE = (
+    "starting up",
+    "shutting down",
+    "in recovery",
+    "accepting connections",
+    "too many clients",
+)
 """A ``FATAL`` refusal at connect that passes on its own; others (password, no such database,
 ``pg_hba.conf``) need a person."""
 
@@ -33,6 +48,18 @@ class PostgreSQLDialect(Dialect):
     product = "PostgreSQL"
     drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
     announces_new_jobs = True
+    several_hosts = (
+        "name several PostgreSQL servers in the query string, e.g. "
+        "postgresql://user@/database?host=a:5432,b:5432&target_session_attrs=read-write"
+    )
+
+    def normalise(self, url: URL) -> URL:
+        """``host=a:5432,b:5433`` as SQLAlchemy takes it (``host=a:5432&host=b:5433``): given
+        as one string, it would pass ``a:5432`` to libpq as a host name."""
+        listed = url.query.get("host")
+        if isinstance(listed, str) and "," in listed and ":" in listed and "port" not in url.query:
+            url = url.update_query_dict({"host": listed.split(",")})
+        return super().normalise(url)
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         idle, interval, count = connection.keepalive_probes()
@@ -47,6 +74,27 @@ class PostgreSQLDialect(Dialect):
                 "tcp_user_timeout": connection.user_timeout_ms(),
             },
         }
+
+    def whereabouts(self, connection: Connection) -> tuple[str | None, str | None]:
+        """The host and port libpq connected to (of several, the one it chose), with the
+        server's own address when it differs (behind a proxy); read-only in recovery (a
+        standby) or when the session's transactions are (``default_transaction_read_only``)."""
+        info = getattr(connection.connection.dbapi_connection, "info", None)
+        reached = f"{getattr(info, 'host', '?')}:{getattr(info, 'port', '?')}"
+        row = connection.exec_driver_sql(
+            "SELECT host(inet_server_addr()), inet_server_port(), pg_is_in_recovery(), "
+            "current_setting('default_transaction_read_only'), "
+            "current_setting('transaction_read_only')"
+        ).one()
+        address, port, recovery, default_read_only, read_only = row
+        if address is not None and f"{address}:{port}" != reached:
+            reached += f" (node {address}:{port})"
+        if recovery:
+            return reached, "in recovery: a standby"
+        if read_only == "on":
+            setting = "default_" if default_read_only == "on" else ""
+            return reached, f"{setting}transaction_read_only is on"
+        return reached, None
 
     def server_time_query(self) -> str:
         return "SELECT clock_timestamp() AT TIME ZONE 'UTC'"
@@ -91,21 +139,24 @@ class PostgreSQLDialect(Dialect):
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         if lost_connection(error):
             return True
-        code = _sqlstate(error)
+        code = _sqlstate(error.orig)
         if code is None:  # psycopg failed to connect: no session, so no SQLSTATE
             return isinstance(error, sa_exc.OperationalError) and not _refused(error)
         return code.startswith(TRANSIENT_PREFIXES)
 
     def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
-        return not error.connection_invalidated and _sqlstate(error) in CONFLICT
+        return not error.connection_invalidated and _sqlstate(error.orig) in CONFLICT
+
+    def refuses_writes(self, original: BaseException) -> bool:
+        return _sqlstate(original) == READ_ONLY
 
 
 def _array(table: Table, key: str) -> postgresql.ARRAY[Any]:
     return postgresql.ARRAY(table.c[key].type)
 
 
-def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
-    code = getattr(error.orig, "sqlstate", None)
+def _sqlstate(original: BaseException | None) -> str | None:
+    code = getattr(original, "sqlstate", None)
     return code if isinstance(code, str) and code else None
 
 
