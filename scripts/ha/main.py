@@ -15,6 +15,7 @@ import argparse
 import functools
 import importlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -62,7 +63,28 @@ def scenarios() -> dict[str, Measure]:
     return {name: measure for module in modules() for name, measure in offered_by(module).items()}
 
 
+def other_runs() -> list[int]:
+    """Pids of other ``main.py`` runs still going (their servers must be left alone)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        script = any(part.endswith(b"scripts/ha/main.py") for part in command[:3])
+        if script and b"--cleanup" not in command and b"--list" not in command:
+            found.append(int(entry.name))
+    return found
+
+
 def cleanup() -> None:
+    """What killed runs left, unless another run is going: its servers are not leftovers."""
+    running = other_runs()
+    if running:
+        print(f"scripts/ha: runs {running} still going; nothing cleaned up", file=sys.stderr)
+        return
     for module in modules(CLEANED_BY):
         clean = getattr(module, "cleanup", None)
         if callable(clean):
