@@ -113,7 +113,7 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
         for n, job_id in run.acknowledged.items()
         if job_id in by_id and by_id[job_id].task == "record" and by_id[job_id].args[0] != n
     ]
-    resume = _resume(by_id.values(), run.killed_at)
+    resume = _resume(run, executions_of(executions, "job"))
     return Outcome(
         topology=run.topology,
         acknowledged=len(acked),
@@ -134,6 +134,8 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
             "unacknowledged_in_database": len(set(rows) - acked),
             "tick_rows_duplicated": sum(1 for t in expected if len(tick_rows.get(t, [])) > 1),
             "ticks_missing": [t for t in expected if t not in tick_runs],
+            "killed_at": run.killed_at,
+            "recovered_at": run.recovered_at,
             "failover_seconds": (
                 round(run.recovered_at - run.killed_at, 2)
                 if run.recovered_at and run.killed_at
@@ -144,16 +146,19 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
     )
 
 
-def _resume(jobs: Iterable[Job], killed_at: float | None) -> float | None:
-    """From the kill to the first job the database records as finished after it."""
-    if killed_at is None:
+def executions_of(executions: Mapping[tuple[str, int], list[Mark]], kind: str) -> list[Mark]:
+    return [mark for (of, _), marks in executions.items() if of == kind for mark in marks]
+
+
+def _resume(run: Run, marks: Iterable[Mark]) -> float | None:
+    """From the kill to the first job that started once the failover was over: only the new
+    writer can have handed it out. (A job's ``finished_at`` would not do: it is the time its
+    worker took the outcome, before a commit that may have waited for the new writer.)"""
+    if run.killed_at is None:
         return None
-    after = [
-        job.finished_at.timestamp()
-        for job in jobs
-        if job.finished_at is not None and job.finished_at.timestamp() > killed_at
-    ]
-    return min(after) - killed_at if after else None
+    over = run.recovered_at or run.killed_at
+    after = [mark.at for mark in marks if mark.at > over]
+    return min(after) - run.killed_at if after else None
 
 
 def _states(jobs: Iterable[Job]) -> dict[str, int]:
