@@ -230,6 +230,35 @@ def test_a_bad_value_raises_in_the_handler_which_may_go_on(
     assert (error.code, error.type) == ("INVALID_ARGUMENTS", "rota.errors.InvalidArguments")
 
 
+def test_ended_attempts_values_are_taken_and_the_others_kept() -> None:
+    board = ProgressBoard()
+    board.reporter(7, 1)(Progress(0.4))
+    board.reporter(7, 2)(Progress(0.6))
+    board.reporter(8, 1)(Progress(0.9))
+    assert board.take_ended({7}) == [
+        ProgressReport(7, 1, Progress(0.4)),
+        ProgressReport(7, 2, Progress(0.6)),
+    ]
+    assert board.take_ended({7}) == []
+    assert board.take({8}) == [ProgressReport(8, 1, Progress(0.9))], "still the heartbeat's"
+
+
+def test_the_last_value_before_the_end_is_kept_without_a_heartbeat_between(
+    make_rota: Callable[..., Rota],
+) -> None:
+    rota = make_rota(clock=SystemClock(), lease_seconds=60)  # a heartbeat every 20 s
+
+    @rota.task
+    def quick(ctx: JobContext) -> None:
+        ctx.progress(0.25, "a quarter")
+        ctx.progress(1.0, "all done")
+
+    job_id = rota.queue(quick)
+    assert rota.drain().succeeded == 1
+    job = rota.job(job_id)
+    assert (job.state, job.progress) == (JobState.SUCCEEDED, Progress(1.0, "all done"))
+
+
 def test_a_new_attempt_starts_without_the_last_ones_progress(
     make_rota: Callable[..., Rota],
 ) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from rota.core.model import JobState
+from rota.core.model import JobState, ProgressReport
 from rota.core.transitions import Transition
 from rota.runtime.reports import Reports
 from rota.runtime.timer import Timer
@@ -26,7 +26,13 @@ class SlowStore:
         self.writing = threading.Event()
         self.finish = threading.Event()
 
-    def complete(self, worker_id: str, batch: Sequence[Transition], now: datetime) -> int:
+    def complete(
+        self,
+        worker_id: str,
+        batch: Sequence[Transition],
+        now: datetime,
+        progress: Sequence[ProgressReport] = (),
+    ) -> int:
         self.writing.set()
         self.finish.wait(10)
         return len(batch)

@@ -52,6 +52,14 @@ class ProgressBoard:
             key=lambda report: (report.job_id, report.attempt),
         )
 
+    def take_ended(self, job_ids: Collection[int]) -> list[ProgressReport]:
+        """What was posted since the last ``take`` for the jobs in ``job_ids``, whose attempts
+        have ended: written with their outcomes, and no longer the heartbeat's to write."""
+        with self._lock:
+            ended = [key for key in self._latest if key[0] in job_ids]
+            reports = [ProgressReport(*key, self._latest.pop(key)) for key in sorted(ended)]
+        return reports
+
     def put_back(self, reports: Iterable[ProgressReport]) -> None:
         """Return values a failed heartbeat did not write, unless a newer one came meanwhile."""
         with self._lock:

@@ -17,6 +17,7 @@ from typing import Any
 from rota.core.clock import Clock
 from rota.core.transitions import Transition
 from rota.runtime.backoff import LoopBackoff
+from rota.runtime.progress import ProgressBoard
 from rota.runtime.timer import Timer
 from rota.store.base import Store
 
@@ -35,9 +36,11 @@ class Reports:
         max_backoff: float,
         finished: Callable[[Sequence[int]], None] | None = None,
         written: Callable[[Sequence[Transition]], Awaitable[None]] | None = None,
+        progress: ProgressBoard | None = None,
     ) -> None:
         """``finished`` hears the ids of the jobs a batch ended; ``written`` is then awaited
-        with the whole batch (the tick alerts count from it)."""
+        with the whole batch (the tick alerts count from it). The last ``progress`` a batch's
+        attempts posted is written with it."""
         self.worker_id = worker_id
         self.store = store
         self._db = db_call
@@ -46,6 +49,7 @@ class Reports:
         self.max_backoff = max_backoff
         self.finished = finished
         self.written = written
+        self.progress = progress
         self.pending: list[Transition] = []
         self._writing: Sequence[Transition] = ()
         self._wake = asyncio.Event()
@@ -95,10 +99,16 @@ class Reports:
         if not batch:
             return
         self._writing = batch
+        ended = {transition.job_id for transition in batch}
+        progress = self.progress.take_ended(ended) if self.progress is not None else []
         try:
-            applied = await self._db(self.store.complete, self.worker_id, batch, self.clock.now())
+            applied = await self._db(
+                self.store.complete, self.worker_id, batch, self.clock.now(), progress
+            )
         except BaseException:
             self.pending[:0] = batch
+            if self.progress is not None:
+                self.progress.put_back(progress)
             raise
         finally:
             self._writing = ()

@@ -99,6 +99,7 @@ class Worker:
             settings.max_backoff,
             finished,
             self._written,
+            executor.progress,
         )
         self._draining = False
         self._abandon = asyncio.Event()

@@ -135,8 +135,16 @@ class Store(Protocol):
         """
         ...
 
-    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
-        """Apply the transitions of jobs ``worker_id`` holds, in one transaction.
+    def complete(
+        self,
+        worker_id: str,
+        transitions: Sequence[Transition],
+        now: datetime,
+        progress: Sequence[ProgressReport] = (),
+    ) -> int:
+        """Apply the transitions of jobs ``worker_id`` holds, in one transaction, after writing
+        the ``progress`` their attempts reported since the last heartbeat (the last value is
+        kept even when no heartbeat came between it and the end).
 
         Each one applies only if its job is still ``running`` under that worker's lease; the
         count of those that applied is returned.

@@ -154,10 +154,21 @@ class SqlJobs:
             self.flow.committed()
         return jobs
 
-    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
+    def complete(
+        self,
+        worker_id: str,
+        transitions: Sequence[Transition],
+        now: datetime,
+        progress: Sequence[ProgressReport] = (),
+    ) -> int:
         jobs = self.table
         held = and_(jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id)
-        return self.database.transaction(lambda conn: self._apply(conn, transitions, held, now))
+
+        def work(connection: Connection) -> int:
+            self._write_progress(connection, worker_id, progress)
+            return self._apply(connection, transitions, held, now)
+
+        return self.database.transaction(work)
 
     def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
         jobs = self.table

@@ -143,8 +143,14 @@ class SqlStore:
     ) -> list[Job]:
         return self._jobs.claim(worker_id, queues, tasks, limit, now, lease_until, limits)
 
-    def complete(self, worker_id: str, transitions: Sequence[Transition], now: datetime) -> int:
-        return self._jobs.complete(worker_id, transitions, now)
+    def complete(
+        self,
+        worker_id: str,
+        transitions: Sequence[Transition],
+        now: datetime,
+        progress: Sequence[ProgressReport] = (),
+    ) -> int:
+        return self._jobs.complete(worker_id, transitions, now, progress)
 
     def heartbeat(
         self,
