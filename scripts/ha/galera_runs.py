@@ -17,6 +17,14 @@ backlog (the jobs queued within seconds) to compare throughput, and reads Galera
 counters around each run: ``wsrep_local_cert_failures`` (a local commit that lost
 certification) and ``wsrep_local_bf_aborts`` (a local transaction aborted by a replicated
 write set it conflicted with), per local commit.
+
+Which topology to use: a single writer behind a proxy (haproxy's ``backup`` servers as here,
+ProxySQL's single-writer hostgroup, MaxScale). Every node has each commit before it returns, so
+a failover loses no acknowledged job, and all claims meet on one node, where ``SKIP LOCKED``
+works. Multi-writer keeps jobs and ticks right (a claim that loses certification is undone
+whole and rota repeats it) but pays in conflicts for no more throughput, and breaks what rests
+on a lock alone, since a lock never leaves its node: concurrency limits (a key's row is locked,
+not written) and the migration lock (``GET_LOCK`` is per node).
 """
 
 from __future__ import annotations
@@ -203,7 +211,9 @@ def worker_log_lines(directory: Path) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=Settings().jobs)
-    parser.add_argument("--only", type=int, nargs="*", help="scenario numbers (1-4) to run")
+    parser.add_argument(
+        "--only", type=int, nargs="*", help=f"scenario numbers (1-{len(SCENARIOS)}) to run"
+    )
     parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
     options = parser.parse_args(argv)
     chosen = [SCENARIOS[i - 1] for i in options.only] if options.only else list(SCENARIOS)
