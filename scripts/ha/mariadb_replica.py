@@ -95,6 +95,7 @@ datadir = {self.home / "data"}
 socket = {self.socket}
 pid-file = {self.home / "mysqld.pid"}
 log-error = {self.home / "error.log"}
+tmpdir = {self.home}
 port = {self.port}
 bind-address = 127.0.0.1
 skip-name-resolve = ON

@@ -119,6 +119,9 @@ def _start_mariadb(datadir: Path, port: int, socket: Path) -> subprocess.Popen[b
         "--innodb-buffer-pool-size=32M",
         "--innodb-flush-log-at-trx-commit=0",
         f"--log-error={datadir}/error.log",
+        # Its own: at start a server deletes every #sql file in its tmpdir, so a shared /tmp
+        # would take the temporary tables of the MariaDB the other tests use.
+        f"--tmpdir={datadir.parent}",
     ]
     return subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
