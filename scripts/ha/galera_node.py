@@ -92,6 +92,7 @@ def node_config(node: Node, nodes: list[Node]) -> str:
 datadir = {node.datadir}
 socket = {node.socket}
 pid-file = {node.home / "mysqld.pid"}
+tmpdir = {node.home}
 log-error = {node.log}
 port = {node.sql_port}
 bind-address = 127.0.0.1
