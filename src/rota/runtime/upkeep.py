@@ -10,11 +10,12 @@ one meeting any other error, logged with its traceback.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from rota.core.model import ProgressReport
+from rota.core.model import Job, ProgressReport
 from rota.core.transitions import lease_until
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
@@ -25,6 +26,7 @@ from rota.runtime.settings import WorkerSettings
 from rota.store.base import Store
 
 DbCall = Callable[..., Awaitable[Any]]
+logger = logging.getLogger("rota.worker")
 
 
 class Upkeep:
@@ -53,6 +55,27 @@ class Upkeep:
         self._expired = asyncio.Event()
         if lookout is not None:
             lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
+
+    async def still_held(self, jobs: list[Job], until: datetime) -> list[Job]:
+        """The claimed ``jobs`` this worker may start. A claim that took longer than a
+        heartbeat period (a commit stalled by a failover or a Galera eviction) may have handed
+        out leases that have expired, or nearly: those are renewed first, and a job another
+        worker rescued meanwhile is left out, so that it never runs twice at once."""
+        now = self.executor.clock.now()
+        if not jobs or until - now > timedelta(seconds=self.lease_seconds * 2 / 3):
+            return jobs
+        ids = [job.id for job in jobs]
+        renewed = lease_until(now, self.lease_seconds)
+        _, lost = await self._db(self.store.heartbeat, self.worker_id, ids, now, renewed)
+        if lost:
+            logger.warning(
+                "a slow claim's lease ran out: %d job(s) taken over meanwhile are left to the "
+                "worker that has them (%s)",
+                len(lost),
+                ", ".join(map(str, sorted(lost))),
+                extra={"event": "worker.claim_outlived"},
+            )
+        return [job for job in jobs if job.id not in lost]
 
     async def heartbeating(
         self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, str], None]

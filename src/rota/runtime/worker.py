@@ -326,7 +326,7 @@ class Worker:
             jobs: list[Job] = await self._db(
                 self.store.claim, self.id, pool.queues, self.tasks, free, now, until, self.limits
             )
-            for job in jobs:
+            for job in await self.upkeep.still_held(jobs, until):
                 self._launch(job, index)
             claimed += len(jobs)
         return claimed
