@@ -13,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
@@ -22,6 +23,7 @@ from rota.store import migrate, open_store
 from rota.store.migrate import MIGRATIONS
 from rota.store.schema import build_schema
 from tests.conftest import Database
+from tests.helpers import sql_store
 
 
 def test_migrations_equal_the_schema(db: Database) -> None:
@@ -207,3 +209,17 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
     assert index["column_names"] == ["task", "unique_key"] and index["unique"]
     rota.store.dispose()
     engine.dispose()
+
+
+def test_an_alembic_failure_is_a_store_error(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Alembic's own errors (revisions changed under it by a migration elsewhere, as on a
+    multi-writer Galera where the migration lock is per node) leave rota as a ``StoreError``."""
+
+    def fails(*arguments: object, **options: object) -> None:
+        raise CommandError("Can't locate revision identified by '0099'")
+
+    monkeypatch.setattr(command, "upgrade", fails)
+    rota = Rota(db.url, table_prefix=db.prefix)
+    with pytest.raises(StoreError, match="the schema migration failed: Can't locate revision"):
+        rota.jobs()
+    sql_store(rota).engine.dispose()

@@ -12,9 +12,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import MetaData, Table
 from sqlalchemy.engine import URL, Connection
 
+from rota.errors import StoreError
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
 from rota.store.schema import notify_function
@@ -115,7 +117,10 @@ def upgrade(database: Database, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) ->
             return []
         config = _config(database.table_prefix)
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        try:
+            command.upgrade(config, "head")
+        except CommandError as error:  # the revisions changed under it (a lock not shared)
+            raise StoreError(f"the schema migration failed: {error}") from error
         connection.commit()
     lower = "base" if before is None else before
     return [script.revision for script in reversed(list(_scripts().iterate_revisions(head, lower)))]
