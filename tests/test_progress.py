@@ -43,7 +43,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)
     from starlette.testclient import TestClient
 
-LEASE = 0.3
+LEASE = 1.0  # a heartbeat every third: short, yet not lost to a busy CI machine
 LAST = Progress(1.0, "1000 of 1000 <rows>")
 
 
