@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +39,7 @@ def serving(app: Any, probe: str = "/") -> Iterator[str]:
                 with urllib.request.urlopen(f"{base}{probe}", timeout=1) as response:
                     if response.status == 200:
                         break
-            except (urllib.error.URLError, ConnectionError):
+            except OSError:  # not listening yet, or a first answer slower than the probe's 1 s
                 pass
             if time.monotonic() > deadline or not thread.is_alive():
                 raise RuntimeError(f"the dashboard did not answer at {base} within 10 s")
