@@ -17,7 +17,7 @@ from alembic.util import CommandError
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from rota import Rota, RotaError, StoreError, TaskDefinition
+from rota import Rota, RotaError, StoreError, TaskDefinition, TransientStoreError
 from rota.cli import main
 from rota.store import migrate, open_store
 from rota.store.migrate import MIGRATIONS
@@ -222,4 +222,31 @@ def test_an_alembic_failure_is_a_store_error(db: Database, monkeypatch: pytest.M
     rota = Rota(db.url, table_prefix=db.prefix)
     with pytest.raises(StoreError, match="the schema migration failed: Can't locate revision"):
         rota.jobs()
+    sql_store(rota).engine.dispose()
+
+
+def test_a_connection_lost_during_a_migration_is_a_transient_error(
+    server_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lost session took its migration lock with it: rota does not try to release it on
+    the dead connection (which raised SQLAlchemy's PendingRollbackError out of the worker's
+    start), and the loss is the ``TransientStoreError`` a worker waits out."""
+    mariadb = server_db.backend == "mariadb"
+
+    def loses_its_connection(config: Config, *arguments: object, **options: object) -> None:
+        connection = config.attributes["connection"]
+        ask = "SELECT CONNECTION_ID()" if mariadb else "SELECT pg_backend_pid()"
+        session = connection.execute(text(ask)).scalar_one()
+        other = server_db.engine()
+        with other.begin() as killer:
+            killer.execute(
+                text(f"KILL {session}" if mariadb else f"SELECT pg_terminate_backend({session})")
+            )
+        other.dispose()
+        connection.execute(text("SELECT 1"))
+
+    monkeypatch.setattr(command, "upgrade", loses_its_connection)
+    rota = Rota(server_db.url, table_prefix=server_db.prefix)
+    with pytest.raises(TransientStoreError):
+        rota.store.migrate()
     sql_store(rota).engine.dispose()

@@ -227,8 +227,10 @@ class Dialect:
         try:
             yield
         finally:
-            self.release_lock(connection, name)
-            connection.commit()
+            if not connection.invalidated:  # a lost session took its lock with it
+                connection.rollback()  # whatever an error left open: not to be committed
+                self.release_lock(connection, name)
+                connection.commit()
 
     def take_lock(self, connection: Connection, name: str, timeout: float) -> bool:
         """Take the session-level named lock ``name``, waiting up to ``timeout`` seconds in
