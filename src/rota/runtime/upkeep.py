@@ -62,7 +62,7 @@ class Upkeep:
         out leases that have expired, or nearly: those are renewed first, and a job another
         worker rescued meanwhile is left out, so that it never runs twice at once."""
         now = self.executor.clock.now()
-        if not jobs or until - now > timedelta(seconds=self.lease_seconds * 2 / 3):
+        if not jobs or until - now >= timedelta(seconds=self.lease_seconds * 2 / 3):
             return jobs
         ids = [job.id for job in jobs]
         renewed = lease_until(now, self.lease_seconds)
