@@ -57,12 +57,13 @@ class Upkeep:
             lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
 
     async def still_held(self, jobs: list[Job], until: datetime) -> list[Job]:
-        """The claimed ``jobs`` this worker may start. A claim that took longer than a
-        heartbeat period (a commit stalled by a failover or a Galera eviction) may have handed
-        out leases that have expired, or nearly: those are renewed first, and a job another
-        worker rescued meanwhile is left out, so that it never runs twice at once."""
+        """The claimed ``jobs`` this worker may start. A claim that took so long (a commit
+        stalled by a failover or a Galera eviction) that less than a heartbeat period is left of
+        the leases it handed out, or none, renews them first, and leaves out a job another
+        worker rescued meanwhile, so that it never runs twice at once. Any other claim is left
+        to the heartbeat, whose renewals this one would race."""
         now = self.executor.clock.now()
-        if not jobs or until - now >= timedelta(seconds=self.lease_seconds * 2 / 3):
+        if not jobs or until - now >= timedelta(seconds=self.lease_seconds / 3):
             return jobs
         ids = [job.id for job in jobs]
         renewed = lease_until(now, self.lease_seconds)
