@@ -129,7 +129,9 @@ class Workers:
         return float(at), int(pid)
 
     def stop_all(self) -> None:
-        for process, path, log in self.started:
+        """Kill every worker still running and print its log; a second call does nothing."""
+        stopping, self.started = self.started, []
+        for process, path, log in stopping:
             if process.poll() is None:
                 process.kill()
             process.wait(timeout=10)

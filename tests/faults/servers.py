@@ -126,7 +126,11 @@ class Forwarder:
             sink.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
+        """Shut every socket down before closing it: a bare ``close()`` wakes neither the thread
+        blocked in ``accept``/``recv`` on it nor the server, whose session (and any transaction
+        a killed worker left open, with its table locks) would then outlive the test."""
         self.closed.set()
-        self.listener.close()
-        for connection in self.sockets:
-            connection.close()
+        for sock in (self.listener, *self.sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

@@ -223,9 +223,10 @@ def test_worker_started_before_mariadb_answers_comes_up_on_its_own(
             workers.wait(lambda: workers.registered(process), process, timeout=30)
             ids = queue(control, 20)
             workers.wait(settled(control, len(ids)), process, timeout=RUN_TIMEOUT)
+            assert "reached the mysql database" in workers.log(process)
         finally:
+            workers.stop_all()
             forwarder.close()
-        assert "reached the mysql database" in workers.log(process)
 
 
 def test_sigterm_while_waiting_for_the_database_exits_at_once(
