@@ -54,9 +54,16 @@ class Rate:
     def available(self, tokens: float | None, window: datetime | None, now: datetime) -> int:
         """Starts left at ``now`` for a key whose row holds ``tokens`` left in the window that
         began at ``window``: a full window once that one is over (or was never opened).  A
-        lowered limit applies at once (the tokens are capped by ``count``)."""
-        if tokens is None or window is None or window < self.window(now):
+        lowered limit applies at once (the tokens are capped by ``count``).
+
+        None when the row's window is later than ``now``'s: a claim whose ``now`` was taken
+        before another claim opened the next window would spend that window's tokens on
+        starts it records in its own, one window holding more than ``count`` starts."""
+        current = self.window(now)
+        if tokens is None or window is None or window < current:
             return self.count
+        if window > current:
+            return 0
         return max(0, min(self.count, math.floor(tokens)))
 
 
