@@ -18,6 +18,7 @@ from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
+from rota.runtime.threads import leave_if_abandoned
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub
@@ -175,6 +176,7 @@ def run_worker(
     served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
         rota.run(grace=grace, queues=served, concurrency=concurrency)
+        leave_if_abandoned(0)
     except Exception as error:
         if log_format != "json":
             if isinstance(error, RotaError):
