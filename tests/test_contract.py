@@ -127,6 +127,10 @@ def test_jobs_lists_everything_live_and_counts_are_exact(rota: Rota, clock: Fake
     }
     assert counts.by_task["send"]["pending"] == 1_205
     assert counts.by_task["other"]["succeeded"] == 1 and "nightly" not in counts.by_task
+    clock.advance(timedelta(days=3))
+    assert rota.prune() == 0, "within the retention of succeeded jobs"
+    assert rota.counts() == counts, "finished three days ago, still counted"
+    assert rota.counts(finished_since=clock.now() - timedelta(days=1)).by_state["succeeded"] == 0
 
 
 def test_a_paused_job_is_never_claimed_until_resumed(rota: Rota) -> None:
@@ -188,8 +192,9 @@ async def paused_then_resumed(admin: Rota, runner: Rota, ran: list[str]) -> None
         await eventually(lambda: ran == ["other"])
         await asyncio.sleep(0.5)  # ten polls of 50 ms: none may claim the paused queue
         assert ran == ["other"]
-        assert runner.job(held).state is JobState.PENDING
+        assert runner.job(held).state is JobState.PAUSED, "its queue is paused"
         assert {s.id: s.status for s in runner.jobs()}[held] == "paused"
+        assert runner.counts().by_queue["mail"]["paused"] == 1
         assert await asyncio.to_thread(admin.resume_queue, "mail") is True
         await eventually(lambda: runner.job(held).state is JobState.SUCCEEDED)
 

@@ -11,7 +11,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -20,7 +20,7 @@ from typing_extensions import Unpack
 from rota.config import RotaConfig, Settings, default_url
 from rota.core import values
 from rota.core.clock import Clock, SystemClock
-from rota.core.model import FINISHED_WINDOW, Counts, DrainResult, Job, JobStatus
+from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.errors import InvalidArguments, JobNotFound
@@ -299,11 +299,12 @@ class Rota:
             values.check_int(limit, InvalidArguments, "limit", 0)
         return self._ready(lambda: statuses(self.store, limit, self.clock.now()))
 
-    def counts(self) -> Counts:
-        """Job counts by state, queue and task: exact for pending, paused and running jobs;
-        finished jobs of the last ``FINISHED_WINDOW`` (24 hours) only, so that the call stays
-        an index read however long the history kept."""
-        return self._ready(lambda: self.store.counts(self.clock.now() - FINISHED_WINDOW))
+    def counts(self, *, finished_since: datetime | None = None) -> Counts:
+        """Exact job counts by state, queue and task, every job kept included; with
+        ``finished_since``, finished jobs only from then (what the dashboard reads)."""
+        if finished_since is not None:
+            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
+        return self._ready(lambda: self.store.counts(finished_since))
 
     async def start(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from alembic import command
@@ -24,6 +26,8 @@ from rota.store.migrate import MIGRATIONS
 from rota.store.schema import build_schema
 from tests.conftest import Database
 from tests.helpers import sql_store
+
+README = Path(__file__).parents[2] / "README.md"
 
 
 def test_migrations_equal_the_schema(db: Database) -> None:
@@ -160,9 +164,13 @@ def test_mysql_ddl_for_a_dba_to_review() -> None:
     assert "CREATE TABLE rota_jobs" in ddl
     assert "id BIGINT NOT NULL AUTO_INCREMENT" in ddl
     assert "DATETIME(6)" in ddl and "TIMESTAMP" not in ddl.replace("CURRENT_TIMESTAMP", "")
-    tables = ("jobs", "workers", "schedules", "leases", "queues", "dependencies", "limits")
-    assert ddl.count("ENGINE=InnoDB") == len(tables) + 1  # and schedule_history
+    tables = build_schema("rota_").metadata.tables
+    assert ddl.count("ENGINE=InnoDB") == len(tables)
+    for table in tables:
+        assert f"CREATE TABLE {table} (" in ddl
     assert "CREATE UNIQUE INDEX uq_rota_jobs_unique_key ON rota_jobs (task, unique_key)" in ddl
+    listed = set(re.findall(r"^  \| `(rota_\w+)`", README.read_text(), re.MULTILINE))
+    assert listed == {*tables, "rota_alembic_version"}, "the README's DBA notes list every table"
     assert "CHARSET=utf8mb4" in ddl and "COLLATE utf8mb4_bin" in ddl
     assert "CREATE INDEX ix_rota_jobs_claim ON rota_jobs (state, queue, priority, run_at)" in ddl
     assert "CREATE UNIQUE INDEX uq_rota_jobs_tick" in ddl

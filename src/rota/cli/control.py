@@ -125,9 +125,11 @@ def switch(rota: Rota, which: tuple[str, str | None], *, paused: bool) -> str:
     if JOB_ID.fullmatch(target):
         number = job_id(target)
         if not (rota.pause(number) if paused else rota.resume(number)):
-            state = rota.job(number).state.value
+            job = rota.job(number)
+            if not paused and job.queue in rota.paused_queues():
+                raise fail(f"job {number} waits in the paused queue {job.queue!r}: resume it")
             source = "pending" if paused else "paused"
-            raise fail(f"job {number} is {state}: only {source} jobs can be {verb}")
+            raise fail(f"job {number} is {job.state.value}: only {source} jobs can be {verb}")
         if paused:
             return f"job {number} paused: no worker claims it until it is resumed"
         return f"job {number} resumed: it is pending again"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -39,6 +39,14 @@ class JobState(str, Enum):
 
 
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+def seen_state(state: JobState, queue: str, paused_queues: Collection[str]) -> JobState:
+    """The state a reader is shown: a pending job of a paused queue is ``paused``, since no
+    worker claims it (its row stays ``pending``, so resuming the queue needs no write per job)."""
+    if state is JobState.PENDING and queue in paused_queues:
+        return JobState.PAUSED
+    return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,10 +258,17 @@ class JobStatus:
 
 
 FINISHED_WINDOW = timedelta(hours=24)
-"""How far back figures about finished jobs reach: ``Rota.counts()``'s finished states, a
-schedule's runs and failures, and the dashboard's chart.  Counting every finished job ever kept
-would read the whole history (millions of rows); the last day is read from an index whose range
-grows with the jobs finished per day, not with retention."""
+"""How far back the figures read on every page view or scrape reach for finished jobs: the
+dashboard's counts and chart, the metrics, a schedule's runs and failures.  Reading every
+finished job ever kept there would read the whole history (millions of rows) each time; the
+last day is read from an index whose range grows with the jobs finished per day, not with
+retention.  ``Rota.counts()`` is exact instead."""
+
+
+FOLD_LAG = timedelta(hours=1)
+"""How long ago a job must have finished before it is folded into the tallies that exact
+counts read instead of the finished jobs' rows: far beyond any clock skew or commit delay
+between a worker's clock and its write, so a job finishing late never lands behind the fold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,9 +277,9 @@ class Counts:
 
     ``by_state`` maps a state to its count; ``by_queue`` and ``by_task`` map a queue or task
     name to such a mapping. Keys are the states' strings (``JobState`` members look up alike).
-    Pending, paused and running jobs are counted exactly; finished ones (succeeded, failed,
-    cancelled) only if they finished at or after ``finished_since`` (``FINISHED_WINDOW`` ago),
-    so that the count costs the same with five thousand or five million jobs of history.
+    A pending job of a paused queue counts as ``paused``.  ``finished_since`` is ``None`` when
+    every job is counted (``Rota.counts()``); otherwise finished jobs (succeeded, failed,
+    cancelled) count only if they finished at or after it (the dashboard, the metrics).
     """
 
     by_state: dict[str, int]
@@ -278,13 +293,17 @@ class Counts:
 
     @classmethod
     def from_rows(
-        cls, rows: Iterable[tuple[str, str, str, int]], finished_since: datetime | None = None
+        cls,
+        rows: Iterable[tuple[str, str, str, int]],
+        finished_since: datetime | None = None,
+        paused_queues: Collection[str] = (),
     ) -> Counts:
         """From ``(state, queue, task, count)`` rows, as GROUP BY gives them."""
         by_state = _zeros()
         by_queue: dict[str, dict[str, int]] = {}
         by_task: dict[str, dict[str, int]] = {}
-        for state, queue, task, count in rows:
+        for stored, queue, task, count in rows:
+            state = seen_state(JobState(stored), queue, paused_queues).value
             for counted in (
                 by_state,
                 by_queue.setdefault(queue, _zeros()),

@@ -17,21 +17,21 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from rota.app import Rota
-from rota.core.model import JobState
+from rota.core.model import FINISHED_WINDOW, JobState
 from rota.core.schedules import ScheduleState
 
 
 class RotaCollector:
     """Gauges of ``rota``'s jobs by state and by queue, live workers and schedules by state.
 
-    The jobs are ``Rota.counts()``: every live job, and the finished ones of the last
-    ``FINISHED_WINDOW`` (a scrape must not read the whole history)."""
+    The jobs are every live job and the finished ones of the last ``FINISHED_WINDOW`` (a
+    scrape must not read the whole history)."""
 
     def __init__(self, rota: Rota) -> None:
         self.rota = rota
 
     def collect(self) -> Iterator[Metric]:
-        counts = self.rota.counts()
+        counts = self.rota.counts(finished_since=self.rota.clock.now() - FINISHED_WINDOW)
         described = "Jobs by state (finished: the last 24 hours)."
         jobs = GaugeMetricFamily("rota_jobs", described, labels=["state"])
         for state in JobState:

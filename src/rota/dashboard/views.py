@@ -192,7 +192,7 @@ def waiting_reason(job: Job, workers: Sequence[WorkerInfo]) -> str | None:
 def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     hours = chart_hours(now)
-    counts = rota.store.counts(now - FINISHED_WINDOW)
+    counts = rota.counts(finished_since=now - FINISHED_WINDOW)
     paused = rota.store.paused_queues()
     empty = dict.fromkeys(counts.by_state, 0)
     return {
@@ -255,6 +255,7 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
     if job.state is JobState.PENDING:
         waiting = waiting_reason(job, rota.store.workers(now))
     needed_by = rota.store.dependents(job.id)
+    queue_paused = job.queue in rota.store.paused_queues()
     return {
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
@@ -267,8 +268,8 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "can_cancel": job.state in (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
         and not job.cancel_requested,
         "can_pause": job.state is JobState.PENDING,
-        "can_resume": job.state is JobState.PAUSED,
-        "queue_paused": job.queue in rota.store.paused_queues(),
+        "can_resume": job.state is JobState.PAUSED and not queue_paused,
+        "queue_paused": queue_paused,
         "now": now,
         "waiting": waiting,
         "needed_by": needed_by,

@@ -2,9 +2,10 @@
 everything), cancel and retry.
 
 A paused job is in its own state, ``paused``, and is never claimed.  A paused queue is a row of
-the queues table that every claim reads, so no worker anywhere claims from it; its jobs stay
-``pending`` and wait.  ``pause()`` with no id pauses every schedule and every queue known to
-this process, to a live worker or by a waiting job.
+the queues table that every claim reads, so no worker anywhere claims from it; its jobs keep
+their ``pending`` rows (resuming writes no job) and read ``paused`` (``core.model.seen_state``).
+``pause()`` with no id pauses every schedule and every queue known now: to this process, to a
+live worker, to a schedule or by a waiting job.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rota.core.model import JobState
+from rota.core.model import FOLD_LAG, JobState
 from rota.core.transitions import rescue
 from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
@@ -38,7 +38,9 @@ class Retention:
 
 def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
     """Delete jobs finished longer ago than their retention, and schedule history entries older
-    than the failed jobs' retention; return how many jobs."""
+    than the failed jobs' retention; return how many jobs.  The jobs finished up to an hour ago
+    are folded into the tallies of exact counts first."""
+    store.fold_finished(now - FOLD_LAG)
     pruned = 0
     groups = (
         ((JobState.SUCCEEDED,), retention.succeeded),

@@ -176,10 +176,10 @@ class Store(Protocol):
         """Apply rescue transitions to jobs whose lease is still expired; return how many."""
         ...
 
-    def counts(self, finished_since: datetime) -> Counts:
-        """Job counts by state, by queue and by task: every pending, paused and running job,
-        and the jobs that finished at or after ``finished_since`` (``Counts``), each read from
-        an index."""
+    def counts(self, finished_since: datetime | None = None) -> Counts:
+        """Job counts by state, by queue and by task (``Counts``, a pending job of a paused
+        queue as ``paused``): every job, or every live job and those that finished at or after
+        ``finished_since``, read from an index."""
         ...
 
     def job(self, job_id: int) -> Job | None:
@@ -262,6 +262,11 @@ class Store(Protocol):
 
     def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
         """Delete at most ``limit`` jobs of ``states`` finished before ``before``; the count."""
+        ...
+
+    def fold_finished(self, until: datetime) -> int:
+        """Fold the jobs finished before ``until`` into the tallies that ``counts()`` reads
+        instead of their rows; how many were folded."""
         ...
 
     def register_worker(self, worker: WorkerInfo) -> None: ...

@@ -15,9 +15,9 @@ import random
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Executable, Row, Select
+from sqlalchemy import CompoundSelect, Executable, Row, Select, select
 from sqlalchemy.engine import URL, Connection
 
 from rota.core.backoff import doubling
@@ -151,3 +151,8 @@ def may_repeat(attempt: int, elapsed: float) -> bool:
 def conflict_delay(attempt: int) -> float:
     """10 ms doubling per attempt, jittered so that the two sides of a deadlock drift apart."""
     return doubling(0.01, CONFLICT_BUDGET, attempt) * random.uniform(0.5, 1.5)
+
+
+def every_row(union: CompoundSelect[Any]) -> Select[Unpack[tuple[Any, ...]]]:
+    """A UNION as the plain SELECT of its rows, the one kind of read ``Database.fetch`` takes."""
+    return select(*union.subquery().c)

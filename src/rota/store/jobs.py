@@ -1,4 +1,5 @@
-"""A job's life in SQL: enqueue, claim, finish, lease upkeep, rescue, cancel, retry, prune.
+"""A job's life in SQL: enqueue, claim, finish, lease upkeep, rescue, cancel (a finished job's
+retry and prune are in ``finished``).
 
 Every state change is a compare-and-set: an UPDATE whose WHERE names the state (and the lease
 owner) it expects, so a late worker or a second rescuer changes nothing and learns so from the
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, case, delete, select, true, update
+from sqlalchemy import Select, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -340,44 +341,6 @@ class SqlJobs:
         that changed nothing answers."""
         found = connection.execute(select(self.table.c.id).where(self.table.c.id == job_id))
         return False if found.first() is not None else None
-
-    def retry(self, transition: Transition) -> bool:
-        jobs = self.table
-        values: dict[str, Any] = {
-            "state": transition.target.value,
-            "attempt": transition.attempt,
-            "run_at": transition.run_at,
-            "finished_at": None,
-            "cancel_requested": False,
-        }
-        if transition.snoozes is not None:
-            values["snoozes"] = transition.snoozes
-        statement = (
-            update(jobs)
-            .where(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
-            .values(values)
-        )
-        return bool(self.database.write(statement, idempotent=False))
-
-    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
-        """Delete up to ``limit`` jobs in ``states`` that finished before ``before``, oldest
-        first, in one short transaction."""
-        jobs = self.table
-        oldest = (
-            select(jobs.c.id)
-            .where(jobs.c.finished_at < before, jobs.c.state.in_([s.value for s in states]))
-            .order_by(jobs.c.finished_at)
-            .limit(limit)
-        )
-
-        def work(connection: Connection) -> int:
-            ids = list(connection.execute(oldest).scalars())
-            if ids:
-                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
-                self.dependencies.forget(connection, ids)
-            return len(ids)
-
-        return self.database.transaction(work)
 
 
 RESULTS_PER_STATEMENT_BYTES = 4 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""What inspection asks of the jobs table: one job, a list, exact counts, waiting queues and
+"""What inspection asks of the jobs table: one job, a list, waiting queues and
 the pending jobs by task and queue, each answered by the database in one query.
 
 Listings and charts read summaries and aggregates, never the ``payload`` column: a page's
@@ -13,13 +13,13 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from sqlalchemy import CompoundSelect, Select, func, literal, select, union_all
+from sqlalchemy import Select, func, literal, select, union_all
 from sqlalchemy.engine import Connection
-from typing_extensions import Unpack
 
-from rota.core.model import MAX_JOB_ID, Counts, Job, JobState
+from rota.core.model import MAX_JOB_ID, Job, JobState, seen_state
 from rota.store.base import DEPENDENTS_LISTED
-from rota.store.database import Database
+from rota.store.cluster import paused_names
+from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
 from rota.store.values import JobSummary
@@ -39,7 +39,8 @@ class SqlReads:
         self.dependencies = SqlDependencies(database)
 
     def job(self, job_id: int) -> Job | None:
-        """The row, and its dependencies (in the same transaction) if it has any."""
+        """The row, and its dependencies (in the same transaction) if it has any; pending in a
+        paused queue, it reads ``paused``."""
         if not 0 < job_id <= MAX_JOB_ID:
             return None
 
@@ -48,6 +49,15 @@ class SqlReads:
             if row is None:
                 return None
             job = to_job(row._mapping)
+            if job.state is JobState.PENDING:
+                queues = self.database.schema.queues
+                paused = paused_names(queues).where(queues.c.name == job.queue)
+                job = replace(
+                    job,
+                    state=seen_state(
+                        job.state, job.queue, set(connection.execute(paused).scalars())
+                    ),
+                )
             if not row.has_dependencies:
                 return job
             return replace(job, depends_on=self.dependencies.depends_on(connection, job_id))
@@ -142,25 +152,6 @@ class SqlReads:
             query = query.where(table.c.queue == queue)
         return query
 
-    def counts(self, finished_since: datetime) -> Counts:
-        """Jobs per state, queue and task, read from the finished index alone.
-
-        A job has a ``finished_at`` exactly when it is final (its last transition sets it, a
-        retry clears it), so the index's NULL range is every live job, counted exactly, and
-        the range from ``finished_since`` the finished jobs of the window.  The two ranges are
-        two branches of one UNION ALL (one snapshot): MariaDB scans the whole index for an
-        ``IS NULL OR >=`` condition.
-        """
-        jobs = self.table
-        columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
-        ranges = (jobs.c.finished_at.is_(None), jobs.c.finished_at >= finished_since)
-        query = union_all(
-            *(select(*columns, func.count()).where(where).group_by(*columns) for where in ranges)
-        )
-        rows = self.database.fetch(every_row(query))
-        counted = ((state, queue, task, int(n)) for state, queue, task, n in rows)
-        return Counts.from_rows(counted, finished_since)
-
     def waiting_queues(self) -> set[str]:
         """Queues with pending or paused jobs, read from the claim index."""
         jobs = self.table
@@ -175,11 +166,6 @@ class SqlReads:
             .group_by(jobs.c.task, jobs.c.queue)
         )
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]
-
-
-def every_row(union: CompoundSelect[Any]) -> Select[Unpack[tuple[Any, ...]]]:
-    """A UNION as the plain SELECT of its rows, the one kind of read ``Database.fetch`` takes."""
-    return select(*union.subquery().c)
 
 
 def to_summary(data: Mapping[Any, Any]) -> JobSummary:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -54,6 +55,8 @@ class Schema:
     dependencies: Table
     limits: Table
     schedule_history: Table
+    tallies: Table
+    tally_mark: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -192,6 +195,22 @@ def build_schema(prefix: str = "rota_") -> Schema:
         Index(f"ix_{prefix}schedule_history_at", "at"),
         **MYSQL_TABLE_OPTIONS,
     )
+    tallies = Table(
+        f"{prefix}tallies",
+        metadata,
+        Column("state", String(16), primary_key=True),
+        Column("queue", String(LIMITS["queue"]), primary_key=True),
+        Column("task", String(LIMITS["task"]), primary_key=True),
+        Column("jobs", BigInteger, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    tally_mark = Table(
+        f"{prefix}tally_mark",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("folded_until", UtcDateTime, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -202,4 +221,6 @@ def build_schema(prefix: str = "rota_") -> Schema:
         dependencies=dependencies,
         limits=limits,
         schedule_history=schedule_history,
+        tallies=tallies,
+        tally_mark=tally_mark,
     )

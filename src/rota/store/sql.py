@@ -33,6 +33,7 @@ from rota.store.borrowed import Lender
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
+from rota.store.finished import SqlFinished
 from rota.store.jobs import SqlJobs
 from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
@@ -56,6 +57,7 @@ class SqlStore:
         self.database = database
         self.schedules = SqlSchedules(database)
         self._jobs = SqlJobs(database)
+        self._finished = SqlFinished(database)
         self._reads = SqlReads(database)
         self._cluster = SqlCluster(database)
         self._lender = Lender(database)
@@ -175,10 +177,13 @@ class SqlStore:
         return self._jobs.set_job_state(job_id, source, target)
 
     def retry(self, transition: Transition) -> bool:
-        return self._jobs.retry(transition)
+        return self._finished.retry(transition)
 
     def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
-        return self._jobs.prune(states, before, limit)
+        return self._finished.prune(states, before, limit)
+
+    def fold_finished(self, until: datetime) -> int:
+        return self._finished.fold(until)
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -214,8 +219,8 @@ class SqlStore:
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
         return self._reads.finished_per_period(bounds)
 
-    def counts(self, finished_since: datetime) -> Counts:
-        return self._reads.counts(finished_since)
+    def counts(self, finished_since: datetime | None = None) -> Counts:
+        return self._finished.counts(finished_since)
 
     def waiting_queues(self) -> set[str]:
         return self._reads.waiting_queues()

@@ -267,6 +267,51 @@ def test_counts_hold_every_live_job_and_the_jobs_finished_since_the_window(store
     assert store.counts(START).by_state["succeeded"] == 1
 
 
+def test_counts_stay_exact_as_finished_jobs_are_folded_retried_and_pruned(store: Store) -> None:
+    day = timedelta(days=1)
+    ids = store.enqueue([new(), new(), new(), new("u", queue="mail"), new()], START)
+    finished = [START + n * day for n in range(4)]
+    for job_id, at in zip(ids, finished):
+        kind = OutcomeKind.FAILED if job_id == ids[1] else OutcomeKind.SUCCEEDED
+        store.complete("w1", [outcome(claimed(store, job_id, now=at), kind, at)], at)
+
+    def everything() -> tuple[int, int, int, int, int]:
+        counts = store.counts()
+        assert counts.finished_since is None
+        by_state = counts.by_state
+        mail = counts.by_queue.get("mail", {}).get("succeeded", 0)
+        return by_state["succeeded"], by_state["failed"], by_state["pending"], mail, counts.total
+
+    assert everything() == (3, 1, 1, 1, 5)
+    assert store.fold_finished(finished[2]) == 2, "the two jobs finished before the mark"
+    assert store.fold_finished(finished[2]) == 0, "folding again adds nothing"
+    assert everything() == (3, 1, 1, 1, 5)
+    failed = store.job(ids[1])
+    assert failed is not None
+    assert store.retry(manual_retry(failed, finished[3])), "a folded job taken back"
+    assert everything() == (3, 0, 2, 1, 5)
+    assert store.fold_finished(finished[3] + day) == 2
+    assert everything() == (3, 0, 2, 1, 5)
+    assert store.counts(finished[3]).by_state["succeeded"] == 1, "a window counts only its own"
+    assert store.prune([JobState.SUCCEEDED], finished[2] + SECOND, 10) == 2
+    assert everything() == (1, 0, 2, 1, 3)
+    assert store.prune([JobState.SUCCEEDED], finished[3] + SECOND, 10) == 1
+    assert everything() == (0, 0, 2, 0, 2)
+    assert store.counts().by_task.get("u") is None, "a task whose tallies are empty is gone"
+
+
+def test_a_pending_job_of_a_paused_queue_reads_paused(store: Store) -> None:
+    mail, other = store.enqueue([new(queue="mail"), new()], START)
+    store.set_queues_paused(["mail"], True, START)
+    assert state(store, mail) is JobState.PAUSED and state(store, other) is JobState.PENDING
+    counts = store.counts()
+    assert (counts.by_state["paused"], counts.by_state["pending"]) == (1, 1)
+    assert counts.by_queue["mail"]["paused"] == 1
+    store.set_queues_paused(["mail"], False, START)
+    assert state(store, mail) is JobState.PENDING
+    assert store.counts().by_state["pending"] == 2
+
+
 def test_waiting_queues_hold_pending_or_paused_jobs(store: Store) -> None:
     mail, _, running = store.enqueue([new(queue="mail"), new(queue="bulk"), new(queue="x")], START)
     store.set_job_state(mail, JobState.PENDING, JobState.PAUSED)

@@ -1,0 +1,183 @@
+"""Finished jobs: retried, pruned, and counted exactly at the same cost with five thousand or
+five million of them.
+
+A finished job never changes, except that a retry takes it back and the prune deletes it.  So
+their counts per state, queue and task are *folded*: ``tallies`` holds how many finished before
+``tally_mark.folded_until`` (the mark), and the jobs that finished since are counted from the
+finished-jobs index, a range that grows with the jobs finished per hour, not with retention.
+The prune-lease holder moves the mark on before each prune (``runtime.maintenance``), an hour
+of history per transaction, up to ``FOLD_LAG`` before now; a retry or a prune of a job
+finished before the mark takes it off its tally in its own transaction.
+
+Why a count never misses or doubles a job: the fold locks the mark row for update, the retry
+and the prune for share, so neither reads a mark that a fold is moving; a count reads the mark,
+the tallies and the range in one statement (one snapshot on every backend); and a job is folded
+only once it finished ``FOLD_LAG`` before the fold's now, far beyond any clock skew or commit
+delay between a worker's clock and its write.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, and_, delete, func, select, union_all, update
+from sqlalchemy.engine import Connection
+
+from rota.core.model import Counts, JobState
+from rota.core.transitions import Transition
+from rota.store.cluster import paused_names
+from rota.store.database import Database, every_row
+from rota.store.dependencies import SqlDependencies
+
+FOLD_STEP = timedelta(hours=1)
+"""The most finished time one fold transaction takes in (a long history folds in steps)."""
+MARK = 1
+"""The id of the mark table's one row."""
+
+Finished = tuple[str, str, str, datetime]
+"""What a tally needs of a finished job: its state, queue, task and ``finished_at``."""
+
+
+class SqlFinished:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.jobs = database.schema.jobs
+        self.tallies = database.schema.tallies
+        self.mark = database.schema.tally_mark
+        self.dependencies = SqlDependencies(database)
+
+    def counts(self, finished_since: datetime | None) -> Counts:
+        """Every live job, and the finished ones: all of them (tallies before the mark, the
+        index after it), or those that finished at or after ``finished_since``."""
+        jobs, mark, tallies = self.jobs, self.mark, self.tallies
+        columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
+        branches: list[Select[Any]] = [
+            select(*columns, func.count()).where(jobs.c.finished_at.is_(None)).group_by(*columns)
+        ]
+        if finished_since is None:
+            since_mark = and_(mark.c.id == MARK, jobs.c.finished_at >= mark.c.folded_until)
+            recent = select(*columns, func.count()).select_from(jobs.join(mark, since_mark))
+            folded = select(tallies.c.state, tallies.c.queue, tallies.c.task, tallies.c.jobs)
+            branches += [recent.group_by(*columns), folded.where(tallies.c.jobs > 0)]
+        else:
+            recent = select(*columns, func.count()).where(jobs.c.finished_at >= finished_since)
+            branches.append(recent.group_by(*columns))
+        query = every_row(union_all(*branches))
+        paused = paused_names(self.database.schema.queues)
+
+        def work(connection: Connection) -> Counts:
+            rows = [
+                (state, queue, task, int(n)) for state, queue, task, n in connection.execute(query)
+            ]
+            paused_queues = set(connection.execute(paused).scalars())
+            return Counts.from_rows(rows, finished_since, paused_queues)
+
+        return self.database.transaction(work)
+
+    def fold(self, until: datetime) -> int:
+        """Fold the jobs finished before ``until`` into their tallies, a step a transaction;
+        how many jobs were folded."""
+        folded = 0
+        while (step := self.database.transaction(lambda c: self._fold_step(c, until))) is not None:
+            folded += step
+        return folded
+
+    def _fold_step(self, connection: Connection, until: datetime) -> int | None:
+        """One step of ``fold``; ``None`` once the mark has reached ``until``."""
+        jobs, mark = self.jobs, self.mark
+        locked = select(mark.c.folded_until).where(mark.c.id == MARK).with_for_update()
+        start = connection.execute(locked).scalar_one()
+        if start >= until:
+            return None
+        oldest = connection.execute(
+            select(func.min(jobs.c.finished_at)).where(jobs.c.finished_at >= start)
+        ).scalar()
+        end = until if oldest is None else min(until, max(start, oldest) + FOLD_STEP)
+        columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
+        counted = connection.execute(
+            select(*columns, func.count())
+            .where(jobs.c.finished_at >= start, jobs.c.finished_at < end)
+            .group_by(*columns)
+        )
+        groups = Counter({(state, queue, task): int(n) for state, queue, task, n in counted})
+        self._add(connection, groups)
+        connection.execute(update(mark).where(mark.c.id == MARK).values(folded_until=end))
+        return sum(groups.values())
+
+    def retry(self, transition: Transition) -> bool:
+        """A failed or cancelled job back to ``transition.target`` (a compare-and-set on its
+        state), off its tally."""
+        jobs = self.jobs
+        values: dict[str, Any] = {
+            "state": transition.target.value,
+            "attempt": transition.attempt,
+            "run_at": transition.run_at,
+            "finished_at": None,
+            "cancel_requested": False,
+        }
+        if transition.snoozes is not None:
+            values["snoozes"] = transition.snoozes
+        expected = and_(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
+        before = select(jobs.c.state, jobs.c.queue, jobs.c.task, jobs.c.finished_at)
+
+        def work(connection: Connection) -> bool:
+            folded_until = self._lock_mark(connection)
+            found = connection.execute(before.where(expected).with_for_update()).first()
+            if found is None:
+                return False
+            connection.execute(update(jobs).where(expected).values(values))
+            self._forget(connection, folded_until, [tuple(found)])
+            return True
+
+        return self.database.transaction(work, idempotent=False)
+
+    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` jobs in ``states`` that finished before ``before``, oldest
+        first, in one short transaction, off their tallies."""
+        jobs = self.jobs
+        oldest = (
+            select(jobs.c.id, jobs.c.state, jobs.c.queue, jobs.c.task, jobs.c.finished_at)
+            .where(jobs.c.finished_at < before, jobs.c.state.in_([s.value for s in states]))
+            .order_by(jobs.c.finished_at)
+            .limit(limit)
+        )
+
+        def work(connection: Connection) -> int:
+            folded_until = self._lock_mark(connection)
+            rows = list(connection.execute(oldest))
+            ids = [row.id for row in rows]
+            if ids:
+                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+                self.dependencies.forget(connection, ids)
+                self._forget(connection, folded_until, [tuple(row)[1:] for row in rows])
+            return len(ids)
+
+        return self.database.transaction(work)
+
+    def _lock_mark(self, connection: Connection) -> datetime:
+        """The mark, held for share before anything else: a fold waits for this transaction."""
+        mark = select(self.mark.c.folded_until).where(self.mark.c.id == MARK)
+        folded_until: datetime = connection.execute(mark.with_for_update(read=True)).scalar_one()
+        return folded_until
+
+    def _forget(
+        self, connection: Connection, folded_until: datetime, finished: Iterable[Finished]
+    ) -> None:
+        """Take jobs leaving the finished states off their tallies if they were folded."""
+        groups: Counter[tuple[str, str, str]] = Counter()
+        for state, queue, task, finished_at in finished:
+            if finished_at < folded_until:
+                groups[state, queue, task] -= 1
+        self._add(connection, groups)
+
+    def _add(self, connection: Connection, groups: Counter[tuple[str, str, str]]) -> None:
+        tallies = self.tallies
+        for (state, queue, task), n in sorted(groups.items()):
+            key = and_(tallies.c.state == state, tallies.c.queue == queue, tallies.c.task == task)
+            added = connection.execute(update(tallies).where(key).values(jobs=tallies.c.jobs + n))
+            if added.rowcount == 0 and n > 0:
+                row = {"state": state, "queue": queue, "task": task, "jobs": n}
+                connection.execute(tallies.insert().values(row))
