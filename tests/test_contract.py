@@ -83,6 +83,13 @@ def test_a_schedule_starts_at_the_first_tick_at_or_after_its_creation(
     rota.drain()
     assert ran.count(MIDNIGHT + timedelta(minutes=30)) == 2, "changed at 00:30 runs 00:30"
 
+    clock.advance(timedelta(minutes=16))  # 00:46:00
+    rota.drain()
+    ran.clear()
+    rota.update_schedule("five", cron="*/2 * * * *")  # an override, made at 00:46:00
+    rota.drain()
+    assert ran == [MIDNIGHT + timedelta(minutes=46)], "overridden at 00:46 runs 00:46"
+
 
 def test_jobs_lists_everything_live_and_counts_are_exact(rota: Rota, clock: FakeClock) -> None:
     @rota.task(cron="@daily")

@@ -167,12 +167,20 @@ ENTRIES = {
 }
 
 
-@pytest.mark.parametrize("entry", list(ENTRIES))
-def test_a_second_sigterm_skips_the_rest_of_the_grace(
-    db: Database, control: Rota, workers: Workers, entry: str
+@pytest.mark.parametrize(
+    ("entry", "sig"),
+    [
+        *((entry, signal.SIGTERM) for entry in ENTRIES),
+        ("rota-worker", signal.SIGINT),
+        ("rota.run", signal.SIGINT),
+    ],
+)
+def test_a_second_signal_skips_the_rest_of_the_grace(
+    db: Database, control: Rota, workers: Workers, entry: str, sig: signal.Signals
 ) -> None:
-    """The first SIGTERM waits for running jobs, the second interrupts them as the end of the
-    grace would: what provably stopped is released, and the process exits at once."""
+    """The first SIGTERM (or Ctrl-C's SIGINT) waits for running jobs, the second interrupts them
+    as the end of the grace would: what provably stopped is released, and the process exits at
+    once."""
     worker = workers.start(command=ENTRIES[entry], registered=False)
     stoppable = {
         "wait_for_cancel": control.queue("wait_for_cancel", LONG_JOB),
@@ -187,7 +195,7 @@ def test_a_second_sigterm_skips_the_rest_of_the_grace(
         timeout=START_TIMEOUT,
     )
 
-    worker.send_signal(signal.SIGTERM)
+    worker.send_signal(sig)
     if entry != "rota.run":  # rota.run() leaves logging to the application
         workers.wait(lambda: "send the signal again to stop now" in workers.log(worker), worker)
     with pytest.raises(subprocess.TimeoutExpired):
@@ -195,13 +203,15 @@ def test_a_second_sigterm_skips_the_rest_of_the_grace(
     assert all(control.job(job_id).state is JobState.RUNNING for job_id in ids)
 
     signalled = time.monotonic()
-    worker.send_signal(signal.SIGTERM)
+    worker.send_signal(sig)
     try:
         code = worker.wait(timeout=EXIT_MARGIN)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"still running {EXIT_MARGIN} s after a second SIGTERM:\n{workers.log(worker)}")
+        pytest.fail(
+            f"still running {EXIT_MARGIN} s after a second {sig.name}:\n{workers.log(worker)}"
+        )
     stopped_after = time.monotonic() - signalled
-    print(f"[{db.backend}/{entry}] second SIGTERM -> exit {code} in {stopped_after:.3f} s")
+    print(f"[{db.backend}/{entry}] second {sig.name} -> exit {code} in {stopped_after:.3f} s")
     assert code == 0, workers.log(worker)
     for name, job_id in stoppable.items():
         _assert_released(control.job(job_id))

@@ -57,7 +57,9 @@ def test_drain_sees_a_cancel_of_a_running_job(make_rota: Callable[..., Rota]) ->
     @rota.task
     def polite(ctx: JobContext) -> None:
         started.set()
+        seen.append(bool(ctx.cancelled))
         seen.append(ctx.cancelled.wait(10))
+        seen.append(bool(ctx.cancelled))
 
     job_id = rota.queue(polite)
 
@@ -69,7 +71,7 @@ def test_drain_sees_a_cancel_of_a_running_job(make_rota: Callable[..., Rota]) ->
     canceller.start()
     result = rota.drain()
     canceller.join()
-    assert seen == [True]
+    assert seen == [False, True, True], "truthy once, and only once, the cancel reached it"
     assert result.cancelled == 1
     assert rota.job(job_id).state is JobState.CANCELLED
 

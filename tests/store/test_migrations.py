@@ -19,7 +19,7 @@ from alembic.util import CommandError
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from rota import Rota, RotaError, StoreError, TaskDefinition, TransientStoreError
+from rota import JobState, Rota, RotaError, StoreError, TaskDefinition, TransientStoreError
 from rota.cli import main
 from rota.store import migrate, open_store
 from rota.store.migrate import MIGRATIONS
@@ -186,13 +186,24 @@ def test_postgres_ddl() -> None:
 
 
 def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) -> None:
-    """A database at 0002 upgrades in place; a unique key then belongs to its task."""
+    """A database at 0002 upgrades in place, its keyed job kept and still deduplicating; a
+    unique key then belongs to its task."""
     store = open_store(db.url, db.prefix)
     engine = store.engine
     config = migrate._config(db.prefix)
     with engine.connect() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "0002")
+        connection.execute(
+            text(
+                f"INSERT INTO {db.prefix}jobs (task, queue, priority, state, payload, attempt, "
+                "run_at, created_at, cancel_requested, unique_key) VALUES ('invoice', 'default', "
+                '0, \'pending\', \'{"v": 1, "args": [], "kwargs": {}}\', 0, '
+                "'2026-01-01 00:00:00', '2026-01-01 00:00:00', :no, 'order:1')"
+            ),
+            {"no": False},
+        )
+        (kept,) = connection.execute(text(f"SELECT id FROM {db.prefix}jobs")).scalars()
         connection.commit()
     assert store.schema_status().revision == "0002"
     old = Rota(db.url, table_prefix=db.prefix, auto_migrate=False)
@@ -206,6 +217,8 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
     assert rota.paused_queues() == [], "the queues table exists"
     invoice = rota.queue("invoice", unique_key="order:1")
     assert store.schema_status().revision == migrate.head_revision()
+    assert invoice == kept, "the job queued before the upgrade still holds its key"
+    assert rota.job(kept).state is JobState.PENDING
     assert rota.queue("receipt", unique_key="order:1") != invoice
     assert rota.queue("invoice", unique_key="order:1") == invoice
     with engine.connect() as connection:

@@ -271,7 +271,7 @@ def test_counts_stay_exact_as_finished_jobs_are_folded_retried_and_pruned(store:
     day = timedelta(days=1)
     ids = store.enqueue([new(), new(), new(), new("u", queue="mail"), new()], START)
     finished = [START + n * day for n in range(4)]
-    for job_id, at in zip(ids, finished):
+    for job_id, at in zip(ids[:4], finished, strict=True):
         kind = OutcomeKind.FAILED if job_id == ids[1] else OutcomeKind.SUCCEEDED
         store.complete("w1", [outcome(claimed(store, job_id, now=at), kind, at)], at)
 
