@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -18,26 +18,23 @@ from typing import Any, TypeVar, overload
 from typing_extensions import Unpack
 
 from rota.config import RotaConfig, Settings, default_url
-from rota.core import values
 from rota.core.clock import Clock, SystemClock
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
-from rota.enqueue import Enqueue, Target, build, resolve, task_names
-from rota.errors import InvalidArguments, JobNotFound
+from rota.enqueue import Enqueue
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
-from rota.runtime import actors, results
+from rota.runtime import actors, control, results
 from rota.runtime.control import Control
+from rota.runtime.enqueuing import Enqueuing
 from rota.runtime.lifecycle import Lifecycle, Served
-from rota.runtime.maintenance import prune_finished
 from rota.runtime.parts import Parts
 from rota.runtime.schedules import ScheduleControl
-from rota.status import statuses
+from rota.status import Inspection
 from rota.store import CallerConnection, Store, open_store
 from rota.tasks import Handler, TaskDefinition, TaskOptions, TaskRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 
 class Rota:
@@ -48,6 +45,8 @@ class Rota:
     ... def send_email(ctx, to: str) -> None: ...
     >>> job_id = rota.queue(send_email, "a@example.com", delay=30)
     """
+
+    _schedules: ScheduleControl
 
     def __init__(
         self,
@@ -71,9 +70,14 @@ class Rota:
         )
         self.registry = TaskRegistry()
         parts = Parts(self.store, self.registry, self.clock, self.events)
-        self._schedules = ScheduleControl(parts, self.config.max_payload_bytes, self._target)
-        self._control = Control(parts, self._schedules, tuple(self.config.queues or {}))
-        self._life = Lifecycle(parts, self.config, self.telemetry, self._schedules)
+        payload_bytes = self.config.max_payload_bytes
+        self._life = life = Lifecycle(
+            parts, self.config, self.telemetry, lambda: self._schedules.sync_code()
+        )
+        self._enqueuing = Enqueuing(parts, self.telemetry, payload_bytes, life)
+        self._schedules = ScheduleControl(parts, payload_bytes, self._enqueuing.target, life)
+        self._control = Control(parts, self._schedules, tuple(self.config.queues or {}), life)
+        self._inspection = Inspection(self.store, self.clock, life)
 
     @property
     def config(self) -> RotaConfig:
@@ -129,10 +133,7 @@ class Rota:
     ) -> str:
         """Persist a cron schedule of ``task`` and return its id (its name); calling it again
         with the same name updates the schedule."""
-        self._life.ensure_ready()
-        name = self._schedules.define(cron, task, name, tz, args, kwargs or {}, queue, priority)
-        self._life.wake_scheduler()
-        return name
+        return self._schedules.define(cron, task, name, tz, args, kwargs or {}, queue, priority)
 
     def update_schedule(
         self,
@@ -147,27 +148,21 @@ class Rota:
         override: it survives restarts and lasts until ``reset_schedule`` or until the code's
         own rule changes.  ``ScheduleConflict`` if it changed meanwhile, or is no longer at
         the ``version`` given (the one a form or prompt showed): nothing is written then."""
-        schedule = self._ready(lambda: self._schedules.update(name, cron, tz, version))
-        self._life.wake_scheduler()
-        return schedule
+        return self._schedules.update(name, cron, tz, version)
 
     def reset_schedule(self, name: str, *, version: int | None = None) -> bool:
         """End a code schedule's override (back to the code's rule); ``False`` if it had none;
         ``ScheduleConflict`` if it is no longer at ``version``."""
-        reset = self._ready(lambda: self._schedules.reset(name, version))
-        self._life.wake_scheduler()
-        return reset
+        return self._schedules.reset(name, version)
 
     def get_schedule(self, name: str) -> Schedule:
         """The schedule's record; raises ``ScheduleNotFound``."""
-        return self._ready(lambda: self._schedules.get(name))
+        return self._schedules.get(name)
 
     def schedule_history(self, name: str, limit: int | None = None) -> list[ScheduleChange]:
         """The schedule's changes, newest first: created, updated, overridden, reset, paused,
         resumed, cancelled, disabled, override_cleared; each with time, actor, old and new."""
-        if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
-        return self._ready(lambda: self._schedules.history(name, limit))
+        return self._schedules.history(name, limit)
 
     def acting_as(self, actor: str) -> AbstractContextManager[None]:
         """Record the schedule changes made inside ``with rota.acting_as("admin:ana"):`` as
@@ -176,39 +171,29 @@ class Rota:
 
     def run_now(self, schedule_id: str) -> int:
         """Enqueue one job of the schedule at once; its cron ticks carry on as before."""
-        self._life.ensure_ready()
-        job_id = self._schedules.run_now(schedule_id)
-        self._life.wake_worker()
-        return job_id
+        return self._schedules.run_now(schedule_id)
 
     def pause(self, id: int | str | None = None) -> bool:
         """Pause a schedule (by name) or a pending job (by id); with no id, every schedule and
         every queue.  ``False`` when nothing changed; an unknown id raises ``*NotFound``."""
-        self._life.ensure_ready()
-        return self._control.pause(id if id is None or isinstance(id, str) else _job_id(id))
+        return self._control.pause(id)
 
     def resume(self, id: int | str | None = None) -> bool:
         """Resume a paused schedule from its first tick at or after now, or a paused job; with
         no id, every paused schedule and every paused queue."""
-        self._life.ensure_ready()
-        resumed = self._control.resume(id if id is None or isinstance(id, str) else _job_id(id))
-        self._life.wake_scheduler()
-        self._life.wake_worker()
-        return resumed
+        return self._control.resume(id)
 
     def pause_queue(self, name: str) -> bool:
         """No worker of the cluster claims from ``name`` until it is resumed (persisted, seen at
         the next claim); jobs keep arriving and wait.  ``False`` if it was paused already."""
-        return self._ready(lambda: self._control.queue(name, paused=True))
+        return self._control.queue(name, paused=True)
 
     def resume_queue(self, name: str) -> bool:
         """Let workers claim from ``name`` again; ``False`` if it was not paused."""
-        resumed = self._ready(lambda: self._control.queue(name, paused=False))
-        self._life.wake_worker()
-        return resumed
+        return self._control.queue(name, paused=False)
 
     def paused_queues(self) -> list[str]:
-        return sorted(self._ready(self.store.paused_queues))
+        return self._control.paused_queues()
 
     def queue(
         self,
@@ -233,33 +218,15 @@ class Rota:
         self, requests: Iterable[Enqueue], *, connection: CallerConnection | None = None
     ) -> list[int]:
         """Persist many jobs at once, all or none; return their ids in the order given."""
-        requests = list(requests)
-        if not requests:
-            return []
-        targets = functools.cache(self._target)
-        span = self.telemetry.enqueue(task_names(requests)) if self.telemetry else nullcontext()
-        with span as trace:
-            now = self.clock.now()
-            jobs = build(requests, targets, now, self.config.max_payload_bytes, trace)
-            ids = self._ready(lambda: self.store.enqueue(jobs, now, connection=connection))
-        self._life.wake_worker()
-        return ids
+        return self._enqueuing.many(list(requests), connection)
 
     async def aqueue(self, task: str | Handler, /, *positional: Any, **options: Any) -> int:
         """``queue`` for async code: the database round trip runs in a thread."""
         return await asyncio.to_thread(functools.partial(self.queue, task, *positional, **options))
 
-    def _target(self, task: str | Handler) -> Target:
-        now = self.clock.now()
-        return resolve(task, self.registry, lambda: self._ready(lambda: self.store.workers(now)))
-
     def job(self, job_id: int) -> Job:
         """The job's current record; raises ``JobNotFound`` (code ``JOB_NOT_FOUND``)."""
-        job_id = _job_id(job_id)
-        found = self._ready(lambda: self.store.job(job_id))
-        if found is None:
-            raise JobNotFound(f"job {job_id} does not exist")
-        return found
+        return self._control.find(job_id)
 
     def result(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
         """The job's return value once it succeeded, waiting for it to end (``runtime.results``);
@@ -270,7 +237,7 @@ class Rota:
 
     async def aresult(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
         """``result`` for async code."""
-        job_id = _job_id(job_id)
+        job_id = control.job_id(job_id)
         await asyncio.to_thread(self._life.ensure_ready)
         completions, poll = self._life.completions, self.config.poll_interval
         return await results.wait(self.store.job, self.clock, completions, poll, job_id, timeout)
@@ -278,33 +245,25 @@ class Rota:
     def cancel(self, id: int | str) -> bool:
         """Cancel a job (int id) or a schedule (its name); ``False`` if there is none or it had
         ended.  A running job is stopped at its worker's next heartbeat."""
-        return self._ready(lambda: self._control.cancel(id if isinstance(id, str) else _job_id(id)))
+        return self._control.cancel(id)
 
     def retry(self, job_id: int) -> bool:
         """Move a failed or cancelled job back to pending with a fresh attempt budget."""
-        retried = self._control.retry(self.job(job_id))
-        self._life.wake_worker()
-        return retried
+        return self._control.retry(self.job(job_id))
 
     def prune(self) -> int:
         """Delete finished jobs older than their retention now, in small batches; the count."""
-        return self._ready(
-            lambda: prune_finished(self.store, self._life.retention(), self.clock.now())
-        )
+        return self._control.prune(self._life.retention())
 
     def jobs(self, limit: int | None = None) -> list[JobStatus]:
         """A status per schedule (disabled ones aside), then per pending, paused or running
         job, newest first: every one of them, or the newest ``limit`` jobs."""
-        if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
-        return self._ready(lambda: statuses(self.store, limit, self.clock.now()))
+        return self._inspection.jobs(limit)
 
     def counts(self, *, finished_since: datetime | None = None) -> Counts:
         """Exact job counts by state, queue and task, every job kept included; with
         ``finished_since``, finished jobs only from then (what the dashboard reads)."""
-        if finished_since is not None:
-            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
-        return self._ready(lambda: self.store.counts(finished_since))
+        return self._inspection.counts(finished_since)
 
     async def start(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;
@@ -339,14 +298,3 @@ class Rota:
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
         return await self._life.drain(queue)
-
-    def _ready(self, work: Callable[[], T]) -> T:
-        self._life.ensure_ready()
-        return work()
-
-
-def _job_id(job_id: object) -> int:
-    """Job ids are positive ints; anything else is a caller's mistake, not a missing job."""
-    if isinstance(job_id, bool) or not isinstance(job_id, int):
-        raise InvalidArguments(f"a job id is an int, got {type(job_id).__name__}")
-    return job_id

@@ -17,7 +17,8 @@ from rota.core.names import check_name
 from rota.core.schedules import ScheduleState
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
-from rota.runtime.parts import Parts
+from rota.runtime.maintenance import Retention, prune_finished
+from rota.runtime.parts import Gate, Parts
 from rota.runtime.schedules import ScheduleControl
 
 
@@ -27,37 +28,53 @@ class Control:
         parts: Parts,
         schedules: ScheduleControl,
         configured_queues: Sequence[str],
+        gate: Gate,
     ) -> None:
         self.store, self.registry, self.clock, self.events = parts
         self.schedules = schedules
         self.configured_queues = tuple(configured_queues)
+        self.gate = gate
 
     def pause(self, id: int | str | None) -> bool:
+        self.gate.ensure_ready()
         if isinstance(id, str):
             return bool(self.schedules.switch(id, ScheduleState.PAUSED, ScheduleState.ACTIVE))
         if id is not None:
-            return self.job(id, JobState.PENDING, JobState.PAUSED)
+            return self.move(job_id(id), JobState.PENDING, JobState.PAUSED)
         paused = self.schedules.switch(None, ScheduleState.PAUSED, ScheduleState.ACTIVE)
         return bool(self.queues(self._known_queues(), paused=True)) or bool(paused)
 
     def resume(self, id: int | str | None) -> bool:
+        self.gate.ensure_ready()
         if id is not None and not isinstance(id, str):
-            return self.job(id, JobState.PAUSED, JobState.PENDING)
-        resumed = self.schedules.resume(id)
-        if id is not None:
-            return bool(resumed)
-        queues = self.queues(sorted(self.store.paused_queues()), paused=False)
-        return bool(queues) or bool(resumed)
+            resumed = self.move(job_id(id), JobState.PAUSED, JobState.PENDING)
+        elif id is not None:
+            resumed = bool(self.schedules.resume(id))
+        else:
+            schedules = self.schedules.resume(None)
+            queues = self.queues(sorted(self.store.paused_queues()), paused=False)
+            resumed = bool(queues) or bool(schedules)
+        self.gate.wake_scheduler()
+        self.gate.wake_worker()
+        return resumed
 
     def queue(self, name: str, *, paused: bool) -> bool:
-        return bool(self.queues([check_name("queue", name, InvalidArguments)], paused=paused))
+        self.gate.ensure_ready()
+        changed = bool(self.queues([check_name("queue", name, InvalidArguments)], paused=paused))
+        if not paused:
+            self.gate.wake_worker()
+        return changed
 
-    def job(self, job_id: int, source: JobState, target: JobState) -> bool:
-        moved = self.store.set_job_state(job_id, source, target)
+    def paused_queues(self) -> list[str]:
+        self.gate.ensure_ready()
+        return sorted(self.store.paused_queues())
+
+    def move(self, id: int, source: JobState, target: JobState) -> bool:
+        moved = self.store.set_job_state(id, source, target)
         if moved is None:
-            raise JobNotFound(f"job {job_id} does not exist")
+            raise JobNotFound(f"job {id} does not exist")
         if moved:
-            self.events.emit(f"job.{target.value}", job_id=job_id)
+            self.events.emit(f"job.{target.value}", job_id=id)
         return moved
 
     def queues(self, names: Sequence[str], *, paused: bool) -> list[str]:
@@ -72,9 +89,10 @@ class Control:
     def cancel(self, id: int | str) -> bool:
         """A pending or paused job ends ``cancelled`` at once, a running one is asked to stop
         (at its worker's next heartbeat), a live schedule ends; ``False`` otherwise."""
+        self.gate.ensure_ready()
         if isinstance(id, str):
             return self.schedules.cancel(id)
-        if not self.store.cancel(id, self.clock.now()):
+        if not self.store.cancel(job_id(id), self.clock.now()):
             return False
         job = self.store.job(id)
         if job is not None:
@@ -86,7 +104,22 @@ class Control:
         """A failed or cancelled job back to pending with a fresh attempt budget."""
         if job.state not in (JobState.FAILED, JobState.CANCELLED):
             return False
-        return self.store.retry(manual_retry(job, self.clock.now()))
+        retried = self.store.retry(manual_retry(job, self.clock.now()))
+        self.gate.wake_worker()
+        return retried
+
+    def prune(self, retention: Retention) -> int:
+        self.gate.ensure_ready()
+        return prune_finished(self.store, retention, self.clock.now())
+
+    def find(self, id: object) -> Job:
+        """The job's record; ``JobNotFound`` (code ``JOB_NOT_FOUND``) if there is none."""
+        checked = job_id(id)
+        self.gate.ensure_ready()
+        found = self.store.job(checked)
+        if found is None:
+            raise JobNotFound(f"job {checked} does not exist")
+        return found
 
     def _known_queues(self) -> list[str]:
         known = {*self.registry.queues(), *self.configured_queues, *self.store.waiting_queues()}
@@ -94,3 +127,10 @@ class Control:
         for worker in self.store.workers(self.clock.now()):
             known |= set(worker.queues)
         return sorted(known)
+
+
+def job_id(value: object) -> int:
+    """Job ids are positive ints; anything else is a caller's mistake, not a missing job."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArguments(f"a job id is an int, got {type(value).__name__}")
+    return value

@@ -30,7 +30,6 @@ from rota.runtime.maintenance import Retention
 from rota.runtime.parts import Parts
 from rota.runtime.results import Completions
 from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
-from rota.runtime.schedules import ScheduleControl
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.threads import HandlerThreads
 from rota.runtime.worker import Worker
@@ -56,12 +55,14 @@ class Lifecycle:
         parts: Parts,
         config: RotaConfig,
         telemetry: Telemetry | None,
-        schedules: ScheduleControl,
+        sync_code: Callable[[], None],
     ) -> None:
+        """``sync_code`` upserts the code's schedules (``ScheduleControl.sync_code``), at each
+        start and drain."""
         self.store, self.registry, self.clock, self.events = parts
         self.config = config
         self.telemetry = telemetry
-        self.schedules = schedules
+        self.sync_code = sync_code
         self._ready = False
         self._ready_lock = threading.Lock()
         self._worker: Worker | None = None
@@ -111,7 +112,7 @@ class Lifecycle:
         while True:
             try:
                 await asyncio.to_thread(self._connect_once)
-                await asyncio.to_thread(self.schedules.sync_code)
+                await asyncio.to_thread(self.sync_code)
                 worker = await self._start_worker()
                 break
             except TransientStoreError as error:
@@ -229,7 +230,7 @@ class Lifecycle:
         await asyncio.to_thread(self.ensure_ready)
         if self._worker is None:
             self.events.bind(asyncio.get_running_loop())
-        await asyncio.to_thread(self.schedules.sync_code)
+        await asyncio.to_thread(self.sync_code)
         await asyncio.to_thread(
             fire_due,
             self.store.schedules,

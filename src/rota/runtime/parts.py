@@ -3,7 +3,7 @@ event log."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from rota.core.clock import Clock
 from rota.observe.events import EventLog
@@ -16,3 +16,15 @@ class Parts(NamedTuple):
     registry: TaskRegistry
     clock: Clock
     events: EventLog
+
+
+class Gate(Protocol):
+    """What a call from the application needs of the process (``Lifecycle``): the database
+    reached (and migrated) before its first read or write, and this process's loops woken
+    after a change they would otherwise see only at their next poll."""
+
+    def ensure_ready(self) -> None: ...
+
+    def wake_worker(self) -> None: ...
+
+    def wake_scheduler(self) -> None: ...

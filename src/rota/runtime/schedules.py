@@ -30,7 +30,7 @@ from rota.core.schedules import (
 from rota.enqueue import Target
 from rota.errors import ConfigError, InvalidArguments, ScheduleConflict, ScheduleNotFound
 from rota.runtime import actors
-from rota.runtime.parts import Parts
+from rota.runtime.parts import Gate, Parts
 from rota.runtime.scheduler import schedule_job
 from rota.store.base import ScheduleStore
 from rota.tasks import Handler, TaskDefinition
@@ -100,10 +100,12 @@ class ScheduleControl:
         parts: Parts,
         max_payload_bytes: int,
         resolve: Callable[[str | Handler], Target],
+        gate: Gate,
     ) -> None:
         self.store, self.registry, self.clock, self.events = parts
         self.max_payload_bytes = max_payload_bytes
         self.resolve = resolve
+        self.gate = gate
 
     def sync_code(self) -> None:
         """Upsert the code's schedules, disable the removed ones (logged), and log each
@@ -145,6 +147,7 @@ class ScheduleControl:
         priority: int | None,
     ) -> str:
         """Create or update a runtime schedule by name; a code schedule's name is refused."""
+        self.gate.ensure_ready()
         checked = Cron(cron, tz)
         target = self.resolve(task)
         if target.definition is not None:
@@ -169,6 +172,7 @@ class ScheduleControl:
         if existing is not None and existing.spec.source is ScheduleSource.CODE:
             raise ConfigError(f"schedule {spec.name!r} is defined in code; give another name")
         self.store.schedules.upsert(spec, checked.first_run(now), now, actors.current())
+        self.gate.wake_scheduler()
         return spec.name
 
     def update(
@@ -185,7 +189,9 @@ class ScheduleControl:
         tz = schedule.spec.tz if tz is None else tz
         now = self.clock.now()
         edit = schedule_edits.update(schedule, cron, tz, Cron(cron, tz).first_run(now))
-        return self._change(schedule, edit, now)
+        changed = self._change(schedule, edit, now)
+        self.gate.wake_scheduler()
+        return changed
 
     def reset(self, name: str, version: int | None = None) -> bool:
         """End a code schedule's override: back to the code's rule from its first tick at or
@@ -197,16 +203,20 @@ class ScheduleControl:
         now = self.clock.now()
         first_run = Cron(schedule.code_cron, schedule.code_tz).first_run(now)
         self._change(schedule, schedule_edits.reset(schedule, first_run), now)
+        self.gate.wake_scheduler()
         return True
 
     def get(self, name: str) -> Schedule:
         self.exists(name)
+        self.gate.ensure_ready()
         schedule = self.store.schedules.get(name)
         if schedule is None:
             raise ScheduleNotFound(f"schedule {name!r} does not exist")
         return schedule
 
     def history(self, name: str, limit: int | None) -> list[ScheduleChange]:
+        if limit is not None:
+            values.check_int(limit, InvalidArguments, "limit", 0)
         self.get(name)
         return self.store.schedules.history_of(name, limit)
 
@@ -288,6 +298,7 @@ class ScheduleControl:
         schedule = self.live(name, "run now")
         now = self.clock.now()
         (job_id,) = self.store.enqueue([schedule_job(schedule, now, self.registry, None)], now)
+        self.gate.wake_worker()
         return job_id
 
     @staticmethod

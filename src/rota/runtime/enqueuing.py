@@ -1,0 +1,49 @@
+"""Queueing jobs: requests resolved and checked (``enqueue.build``, all or nothing), written in
+one transaction under a producer span, and this process's worker woken to claim them."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from contextlib import nullcontext
+
+from rota.core.model import WorkerInfo
+from rota.enqueue import Enqueue, Target, build, resolve, task_names
+from rota.observe.otel import Telemetry
+from rota.runtime.parts import Gate, Parts
+from rota.store.base import CallerConnection
+from rota.tasks import Handler
+
+
+class Enqueuing:
+    def __init__(
+        self, parts: Parts, telemetry: Telemetry | None, max_payload_bytes: int, gate: Gate
+    ) -> None:
+        self.store, self.registry, self.clock, _ = parts
+        self.telemetry = telemetry
+        self.max_payload_bytes = max_payload_bytes
+        self.gate = gate
+
+    def many(self, requests: Sequence[Enqueue], connection: CallerConnection | None) -> list[int]:
+        if not requests:
+            return []
+        targets = functools.cache(self.target)
+        span = self.telemetry.enqueue(task_names(requests)) if self.telemetry else nullcontext()
+        with span as trace:
+            now = self.clock.now()
+            jobs = build(requests, targets, now, self.max_payload_bytes, trace)
+            self.gate.ensure_ready()
+            ids = self.store.enqueue(jobs, now, connection=connection)
+        self.gate.wake_worker()
+        return ids
+
+    def target(self, task: str | Handler) -> Target:
+        """The task a request names; a name only another service defines goes to the queue a
+        live worker registered it under."""
+        now = self.clock.now()
+
+        def live() -> list[WorkerInfo]:
+            self.gate.ensure_ready()
+            return self.store.workers(now)
+
+        return resolve(task, self.registry, live)
