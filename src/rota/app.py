@@ -12,12 +12,11 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from rota.config import RotaConfig, Settings, default_url
+from rota.config import DEFAULT_GRACE, RotaConfig, Settings, default_url
 from rota.core.clock import Clock, SystemClock
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
@@ -165,8 +164,7 @@ class Rota:
         return self._schedules.history(name, limit)
 
     def acting_as(self, actor: str) -> AbstractContextManager[None]:
-        """Record the schedule changes made inside ``with rota.acting_as("admin:ana"):`` as
-        that actor's (``api`` otherwise); the CLI and dashboard name themselves so."""
+        """Record schedule changes made in ``with rota.acting_as("admin:ana"):`` as theirs."""
         return actors.acting_as(actor)
 
     def run_now(self, schedule_id: str) -> int:
@@ -270,7 +268,7 @@ class Rota:
         ``queues`` and ``concurrency`` narrow this process's worker (``rota worker --queues``)."""
         await self._life.start(self.config.connect_timeout, Served(tuple(queues), concurrency))
 
-    async def stop(self, grace: float = 30.0) -> None:
+    async def stop(self, grace: float = DEFAULT_GRACE) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
         await self._life.stop(grace)
 
@@ -278,18 +276,19 @@ class Rota:
         await self.start()
         return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
     def run(
-        self, grace: float = 30.0, *, queues: Sequence[str] = (), concurrency: int | None = None
+        self,
+        grace: float = DEFAULT_GRACE,
+        *,
+        queues: Sequence[str] = (),
+        concurrency: int | None = None,
     ) -> None:
         """Run the worker until SIGINT or SIGTERM, then stop gracefully (as ``start``); a second
         signal interrupts the running jobs at once instead of waiting out ``grace``."""
-        served = Served(tuple(queues), concurrency)
-        asyncio.run(self._life.run_until_signalled(grace, served))
+        asyncio.run(self._life.run_until_signalled(grace, Served(tuple(queues), concurrency)))
 
     def drain(self, queue: str | None = None) -> DrainResult:
         """Run every due job in this process until none is left; for tests and scripts."""

@@ -12,12 +12,15 @@ from rota.core import payload, values
 from rota.core.names import check_name
 from rota.errors import ConfigError
 from rota.store.dialects.base import KEEPALIVE_PROBES, ConnectionSettings
+from rota.store.schema import DEFAULT_TABLE_PREFIX
 from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 DEFAULT_MAX_SNOOZES = 100
+DEFAULT_GRACE = 30.0
+"""Seconds a stopping worker gives its running jobs (``stop``, ``run``, ``rota worker``)."""
 
 
 class Settings(TypedDict, total=False):
@@ -53,7 +56,7 @@ class RotaConfig:
     catchup_missed: bool = False
     max_missed_runs: int = 1
     misfire_grace: float = 60.0
-    table_prefix: str = "rota_"
+    table_prefix: str = DEFAULT_TABLE_PREFIX
     auto_migrate: bool = True
     poll_interval: float = 0.5
     lease_seconds: float = 30.0

@@ -13,7 +13,7 @@ import click
 
 from rota.cli.common import connected, database_options, url_options
 from rota.cli.loading import child_command, load_app
-from rota.config import default_url
+from rota.config import DEFAULT_GRACE, RotaConfig, default_url
 from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.maintenance import Retention, prune_finished
@@ -22,6 +22,8 @@ from rota.runtime.threads import leave_if_abandoned
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub
+
+DAY = timedelta(days=1)
 
 
 @click.command()
@@ -73,7 +75,7 @@ def migrated(applied: list[str], revision: str | None) -> str:
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
-    default=30.0,
+    default=DEFAULT_GRACE,
     show_default=True,
     help="Seconds running jobs get to finish after SIGTERM before they return to pending.",
 )
@@ -221,20 +223,20 @@ def demo(url: str | None) -> None:
 @click.option(
     "--succeeded-days",
     type=click.FloatRange(min=0, min_open=True),
-    default=7.0,
+    default=RotaConfig.succeeded_retention / DAY,
     show_default=True,
     help="Keep succeeded jobs this long.",
 )
 @click.option(
     "--failed-days",
     type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
+    default=RotaConfig.failed_retention / DAY,
     show_default=True,
     help="Keep failed and cancelled jobs this long.",
 )
 def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days: float) -> None:
     """Delete finished jobs older than their retention, in small batches."""
-    retention = Retention(timedelta(days=succeeded_days), timedelta(days=failed_days))
+    retention = Retention(succeeded_days * DAY, failed_days * DAY)
     with connected(url, table_prefix) as rota:
         pruned = prune_finished(rota.store, retention, rota.clock.now())
     click.echo(f"pruned {pruned} finished job(s)")

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from rota.app import Rota
 from rota.cli import loading
-from rota.config import check_table_prefix, default_url
+from rota.config import RotaConfig, check_table_prefix, default_url
 from rota.core.escaping import visible, visible_json
 from rota.core.model import MAX_JOB_ID
 from rota.errors import (
@@ -53,7 +53,7 @@ def database_options(command: F) -> F:
     gives the defaults of both, its Rota's database and table prefix."""
     command = click.option(
         "--table-prefix",
-        default="rota_",
+        default=RotaConfig.table_prefix,
         show_default=True,
         callback=_table_prefix,
         help="Prefix of rota's tables, as Rota(table_prefix=...).",

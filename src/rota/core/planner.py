@@ -62,8 +62,3 @@ def plan(
         return Plan(tuple(on_time), tick, missed, capped=True)
     caught_up = tuple(latest_missed)
     return Plan(caught_up + tuple(on_time), tick, missed, len(caught_up))
-
-
-def first_run(cron: Cron, now: datetime) -> datetime:
-    """Where a new, changed or resumed schedule starts: its first tick after ``now``."""
-    return cron.next_after(now)

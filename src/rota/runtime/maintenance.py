@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from rota.config import RotaConfig
 from rota.core.model import FOLD_LAG, JobState
 from rota.core.transitions import rescue
 from rota.observe.events import EventLog
@@ -25,8 +26,8 @@ PRUNE_LEASE = "prune"
 
 @dataclass(frozen=True)
 class Retention:
-    succeeded: timedelta = timedelta(days=7)
-    failed: timedelta = timedelta(days=30)
+    succeeded: timedelta = RotaConfig.succeeded_retention
+    failed: timedelta = RotaConfig.failed_retention
     """Also how long cancelled jobs and schedules' history entries are kept."""
     workers: timedelta = timedelta(hours=1)
     """How long the row of a worker that stopped heartbeating is kept (listed as dead)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota.config import RotaConfig
 from rota.core.clock import Clock
 from rota.core.cron import Cron
 from rota.core.model import NewJob
@@ -34,10 +35,10 @@ MAX_BACKOFF = 30.0
 
 @dataclass(frozen=True)
 class SchedulerSettings:
-    misfire_grace: float = 60.0
-    catchup_missed: bool = False
-    max_missed_runs: int = 1
-    poll_interval: float = 0.5
+    misfire_grace: float = RotaConfig.misfire_grace
+    catchup_missed: bool = RotaConfig.catchup_missed
+    max_missed_runs: int = RotaConfig.max_missed_runs
+    poll_interval: float = RotaConfig.poll_interval
     batch: int = 100
 
 

@@ -29,6 +29,8 @@ from collections import deque
 from collections.abc import Sequence
 from types import FrameType
 
+from rota.config import DEFAULT_GRACE
+
 LIFELINE_ENV = "ROTA_SUPERVISOR_FD"
 KILL_AFTER_GRACE = 10.0
 logger = logging.getLogger("rota.supervisor")
@@ -38,7 +40,7 @@ def supervise(
     command: Sequence[str],
     processes: int,
     *,
-    grace: float = 30.0,
+    grace: float = DEFAULT_GRACE,
     max_restarts: int = 10,
     window: float = 60.0,
     poll: float = 0.2,

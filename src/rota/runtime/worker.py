@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rota.core.backoff import doubling
 from rota.core.limits import FlowLimits
 from rota.core.model import DrainResult, Job, JobState
 from rota.core.transitions import Transition, lease_until
@@ -280,23 +281,23 @@ class Worker:
         while they find none (then looking before claiming, unless nudged by a local enqueue);
         with no free slot, wait for one."""
         backoff = LoopBackoff("claim", self.settings.max_backoff)
-        idle_wait = self.settings.busy_poll
+        empty = 0  # polls in a row that claimed nothing
         while not self._stopping.is_set():
             self._wake.clear()  # before the look: a wake-up during it is not lost
             wait: float | None = None
             if self._has_free_slot():
+                error_wait = None
                 try:
-                    idle = idle_wait > self.settings.busy_poll and not self._nudged
+                    idle = empty > 0 and not self._nudged
                     self._nudged = False
                     worth = not idle or await self._work_in_sight()
                     claimed = await self._claim_free() if worth else 0
                     backoff.succeeded()
                 except Exception as error:
-                    claimed, idle_wait = 0, backoff.failed(error)
-                if claimed:
-                    wait = idle_wait = self.settings.busy_poll
-                else:
-                    wait, idle_wait = idle_wait, min(self.settings.poll_interval, idle_wait * 2)
+                    claimed, error_wait = 0, backoff.failed(error)
+                empty = 0 if claimed else empty + 1
+                poll = doubling(self.settings.busy_poll, self.settings.poll_interval, empty)
+                wait = poll if error_wait is None else error_wait
             if self._stopping.is_set():
                 return
             await self.timer.wait(self._wake, wait)

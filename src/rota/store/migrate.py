@@ -19,7 +19,7 @@ from sqlalchemy.engine import URL, Connection
 from rota.errors import StoreError
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
-from rota.store.schema import notify_function
+from rota.store.schema import DEFAULT_TABLE_PREFIX, notify_function
 from rota.store.urls import normalise_url
 from rota.store.values import SchemaStatus
 
@@ -36,7 +36,7 @@ def _config(prefix: str) -> Config:
 
 
 def _scripts() -> ScriptDirectory:
-    return ScriptDirectory.from_config(_config("rota_"))
+    return ScriptDirectory.from_config(_config(DEFAULT_TABLE_PREFIX))
 
 
 def head_revision() -> str:

@@ -27,6 +27,8 @@ from rota.core import cron
 from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
 
+DEFAULT_TABLE_PREFIX = "rota_"
+"""The prefix of rota's table names unless ``Rota(table_prefix=...)`` gives another."""
 ACTOR_LENGTH = LIMITS["actor"]
 """Longest actor recorded in a schedule's history (``dashboard:<user>`` and the like)."""
 FLOW_KEY_LENGTH = 255
@@ -69,7 +71,7 @@ def notify_function(prefix: str) -> str:
     return f"{prefix}notify_new_jobs"
 
 
-def build_schema(prefix: str = "rota_") -> Schema:
+def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
     metadata = MetaData()
     jobs = Table(
         f"{prefix}jobs",

@@ -38,13 +38,13 @@ from rota.store.jobs import SqlJobs
 from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
-from rota.store.schema import Schema, jobs_channel
+from rota.store.schema import DEFAULT_TABLE_PREFIX, Schema, jobs_channel
 from rota.store.signals import ListeningConnection
 from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 
 def open_store(
-    url: str, table_prefix: str = "rota_", connection: ConnectionSettings | None = None
+    url: str, table_prefix: str = DEFAULT_TABLE_PREFIX, connection: ConnectionSettings | None = None
 ) -> SqlStore:
     """A store on ``url`` (connections open lazily, at the first call), its connections bounded
     by ``connection`` (``RotaConfig``'s defaults if not given); ``ConfigError`` for a URL rota

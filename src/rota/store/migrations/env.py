@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from alembic import context
 
+from rota.store.schema import DEFAULT_TABLE_PREFIX
+
 config = context.config
-prefix = config.attributes.get("table_prefix", "rota_")
+prefix = config.attributes.setdefault("table_prefix", DEFAULT_TABLE_PREFIX)
 version_table = f"{prefix}alembic_version"
 
 if context.is_offline_mode():

@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.create_table(
         f"{prefix}jobs",
         sa.Column("id", BigId, primary_key=True, autoincrement=True),
@@ -86,7 +86,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.drop_table(f"{prefix}schedules")
     op.drop_table(f"{prefix}workers")
     op.drop_table(f"{prefix}jobs")

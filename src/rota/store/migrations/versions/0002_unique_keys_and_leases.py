@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.add_column(f"{prefix}jobs", sa.Column("unique_key", sa.String(255), nullable=True))
     op.create_index(f"uq_{prefix}jobs_unique_key", f"{prefix}jobs", ["unique_key"], unique=True)
     op.create_table(
@@ -32,7 +32,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.drop_table(f"{prefix}leases")
     op.drop_index(f"uq_{prefix}jobs_unique_key", f"{prefix}jobs")
     op.drop_column(f"{prefix}jobs", "unique_key")

@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     jobs = f"{prefix}jobs"
     op.drop_index(f"uq_{prefix}jobs_unique_key", jobs)
     op.create_index(f"uq_{prefix}jobs_unique_key", jobs, ["task", "unique_key"], unique=True)
@@ -33,7 +33,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     jobs = f"{prefix}jobs"
     op.drop_table(f"{prefix}queues")
     op.drop_index(f"uq_{prefix}jobs_unique_key", jobs)

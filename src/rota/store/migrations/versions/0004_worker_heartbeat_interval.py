@@ -17,10 +17,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.add_column(f"{prefix}workers", sa.Column("heartbeat_seconds", sa.Float, nullable=True))
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.drop_column(f"{prefix}workers", "heartbeat_seconds")

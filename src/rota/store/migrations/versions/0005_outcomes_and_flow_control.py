@@ -31,7 +31,7 @@ JOB_COLUMNS = (
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     jobs = f"{prefix}jobs"
     for name, kind, nullable, default in JOB_COLUMNS:
         op.add_column(jobs, sa.Column(name, kind, nullable=nullable, server_default=default))
@@ -53,7 +53,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     jobs = f"{prefix}jobs"
     op.drop_table(f"{prefix}limits")
     op.drop_table(f"{prefix}dependencies")

@@ -30,7 +30,7 @@ SCHEDULE_COLUMNS = (
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     for name, kind, nullable, default in SCHEDULE_COLUMNS:
         op.add_column(
             f"{prefix}schedules",
@@ -52,7 +52,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.drop_table(f"{prefix}schedule_history")
     for name, *_ in reversed(SCHEDULE_COLUMNS):
         op.drop_column(f"{prefix}schedules", name)

@@ -20,7 +20,7 @@ depends_on = None
 
 
 def replace_index(columns: tuple[str, ...]) -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     name, table = f"ix_{prefix}jobs_finished", f"{prefix}jobs"
     op.drop_index(name, table_name=table)
     op.create_index(name, table, list(columns))

@@ -21,7 +21,7 @@ depends_on = None
 
 
 def names() -> tuple[str, str, str]:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     return f"{prefix}jobs", notify_function(prefix), jobs_channel(prefix)
 
 

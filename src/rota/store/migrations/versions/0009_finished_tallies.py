@@ -22,7 +22,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.create_table(
         f"{prefix}tallies",
         sa.Column("state", sa.String(16), primary_key=True),
@@ -45,6 +45,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    prefix = context.config.attributes.get("table_prefix", "rota_")
+    prefix = context.config.attributes["table_prefix"]
     op.drop_table(f"{prefix}tally_mark")
     op.drop_table(f"{prefix}tallies")
