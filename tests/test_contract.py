@@ -169,6 +169,7 @@ def test_a_paused_job_is_never_claimed_until_resumed(rota: Rota) -> None:
     assert rota.job(waiting).state is JobState.CANCELLED
 
 
+@pytest.mark.slow
 def test_a_paused_queue_is_claimed_by_no_worker_until_resumed(
     make_rota: Callable[..., Rota],
 ) -> None:

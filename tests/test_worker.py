@@ -69,6 +69,7 @@ def test_manual_retry_gives_a_fresh_budget_and_keeps_history(rota: Rota) -> None
     assert rota.retry(job_id) is False
 
 
+@pytest.mark.slow
 def test_never_more_handlers_than_concurrency(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(concurrency=3)
     current = peak = 0
@@ -144,6 +145,7 @@ def run_until_final(
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_async_timeout_cancels_the_handler(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(lease_seconds=1.5)
     cancelled = threading.Event()
@@ -164,6 +166,7 @@ def test_async_timeout_cancels_the_handler(make_rota: Callable[..., Rota]) -> No
     assert cancelled.is_set()
 
 
+@pytest.mark.slow
 def test_sync_timeout_sets_cancelled_and_retries(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(lease_seconds=1.5)
     saw_cancel: list[int] = []
@@ -182,6 +185,7 @@ def test_sync_timeout_sets_cancelled_and_retries(make_rota: Callable[..., Rota])
 
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
+@pytest.mark.slow
 def test_cancel_a_running_job(make_rota: Callable[..., Rota], kind: str) -> None:
     rota = make_rota(lease_seconds=0.6)
     started = threading.Event()
@@ -207,6 +211,7 @@ def test_cancel_a_running_job(make_rota: Callable[..., Rota], kind: str) -> None
     assert (job.state.value, job.errors) == ("cancelled", ())
 
 
+@pytest.mark.slow
 def test_misbehaving_handlers_never_kill_the_worker(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(lease_seconds=1.5)
 
@@ -269,6 +274,7 @@ def test_worker_registers_with_a_heartbeat_and_leaves_on_stop(rota: Rota, clock:
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_a_stuck_sync_handler_keeps_its_slot_until_its_thread_returns(
     make_rota: Callable[..., Rota],
 ) -> None:

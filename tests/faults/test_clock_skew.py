@@ -38,6 +38,7 @@ class Skewed:
         return self.clock.now() + self.offset
 
 
+@pytest.mark.slow
 def test_skewed_instances_enqueue_one_job_per_tick(
     make_rota: Callable[..., Rota], clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

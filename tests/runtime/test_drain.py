@@ -48,6 +48,7 @@ def test_a_drained_job_longer_than_the_lease_is_not_rescued_by_a_running_worker(
     assert (job.state, job.attempt, job.errors) == (JobState.SUCCEEDED, 1, ())
 
 
+@pytest.mark.slow
 def test_drain_sees_a_cancel_of_a_running_job(make_rota: Callable[..., Rota]) -> None:
     """The drained handler learns of the cancel from the heartbeat, as in a worker."""
     rota = make_rota(clock=SystemClock(), lease_seconds=0.45, poll_interval=0.1)

@@ -6,17 +6,14 @@ from __future__ import annotations
 import random
 import threading
 from datetime import timedelta
-from typing import Any, cast
 
 import pytest
-from sqlalchemy import event
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import JobState
-from rota.core.transitions import OutcomeKind, Transition, manual_retry, rescue
+from rota.core.transitions import OutcomeKind, manual_retry, rescue
 from rota.errors import InvalidArguments
 from rota.store import Store
-from rota.store.sql import SqlStore
 from tests.conftest import START, Database
 from tests.store.contract.support import LEASE, claim, claimed, new, outcome, state
 
@@ -325,30 +322,3 @@ def test_a_value_the_database_refuses_is_invalid_arguments(store: Store, db: Dat
     with pytest.raises(InvalidArguments, match="refused a value"):
         store.enqueue([new(), new(priority=2**40)], START)
     assert store.jobs() == [], "all or none"
-
-
-def test_successes_with_results_are_one_update_each_with_its_own_result(store: Store) -> None:
-    ids = store.enqueue([new() for _ in range(30)], START)
-    assert sorted(claim(store, limit=30)) == sorted(ids)
-    done = [
-        Transition(job_id, JobState.RUNNING, JobState.SUCCEEDED, 1, START, result=f'{{"n":{i}}}')
-        for i, job_id in enumerate(ids)
-    ]
-    updates: list[str] = []
-
-    def count(
-        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
-    ) -> None:
-        """A driver runs an ``executemany`` of an UPDATE as one statement per row."""
-        if statement.lstrip().upper().startswith("UPDATE"):
-            updates.extend([statement] * (len(parameters) if many else 1))
-
-    engine = cast(SqlStore, store).engine
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        assert store.complete("w1", done, START) == 30
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-    assert len(updates) == 1, updates
-    stored = [store.job(job_id) for job_id in ids]
-    assert [job.result if job else None for job in stored] == [{"n": i} for i in range(30)]
