@@ -68,15 +68,29 @@ def no_context() -> int:
 
 
 def stubborn(ctx: JobContext, marks: str, seconds: float) -> None:
-    """The first time it runs a job, ignore SIGTERM and sleep, so only SIGKILL stops it; finish
-    at once the next time (a release at shutdown gives the attempt back: ``ctx.attempt`` is
-    the same again)."""
-    first = not os.path.exists(marks)
+    """The first time it runs a job, ignore SIGTERM and sleep, so only SIGKILL stops it; the
+    next time, record whether a process of an earlier run is still alive (two runs would
+    overlap), and finish at once (a release at shutdown gives the attempt back: ``ctx.attempt``
+    is the same again)."""
+    earlier = []
+    if os.path.exists(marks):
+        with open(marks) as lines:
+            earlier = [int(line.split()[2]) for line in lines if line.split()[3] == "start"]
     mark(ctx, marks, "start")
-    if first:
+    if not earlier:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(seconds)
+    else:
+        mark(ctx, marks, f"earlier alive={any(_alive(pid) for pid in earlier)}")
     mark(ctx, marks, "end")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def polite(ctx: JobContext, marks: str, seconds: float) -> None:

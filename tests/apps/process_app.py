@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from rota import JobContext
+from tests.apps import isolated_app
 from tests.apps.environment import rota_from_environment
 
 MARKS = Path(os.environ["ROTA_TEST_DIR"])
@@ -100,6 +101,13 @@ def hang_past_timeout(ctx: JobContext) -> None:
     time.sleep(120)
 
 
+@app.task(retries=2, retry_delay=0)
+def stop_iteration(ctx: JobContext) -> None:
+    """``StopIteration`` from a sync handler (an ``asyncio`` future refuses to hold one)."""
+    mark(ctx, "started")
+    raise StopIteration("no more")
+
+
 @app.task(retries=0)
 def succeed(ctx: JobContext) -> None:
     mark(ctx, "started")
@@ -113,3 +121,7 @@ def long_first_attempt(ctx: JobContext, seconds: float) -> None:
     if ctx.attempt == 1:
         time.sleep(seconds)
     mark(ctx, "finished")
+
+
+app.task(isolation="process", retries=3, retry_delay=0)(isolated_app.stubborn)
+"""Its first run ignores SIGTERM in a child process of its own: only SIGKILL stops it."""

@@ -177,7 +177,12 @@ def test_a_child_running_at_shutdown_is_stopped_and_its_job_returns(
     assert job.state is JobState.PENDING
     rota.drain()  # the next attempt does not ignore SIGTERM, and finishes
     assert rota.job(job_id).state is JobState.SUCCEEDED
-    assert [what for _, _, _, what in marks(path)] == ["start", "start", "end"]
+    assert [what for _, _, _, what in marks(path)] == [
+        "start",
+        "start",
+        "earlier alive=False",
+        "end",
+    ]
 
 
 def test_arguments_context_and_result_cross_as_json(make_rota: Callable[..., Rota]) -> None:

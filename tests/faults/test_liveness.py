@@ -69,6 +69,7 @@ def test_rota_check_shows_a_sigkilled_worker_dead_within_two_heartbeats(
         process.send_signal(signal.SIGKILL)
         killed_at = datetime.now().astimezone()
         process.wait(timeout=10)
+        shown_live: list[datetime] = []
         while True:
             report = check(db)
             dead = by_pid(report["dead_workers"], process.pid)
@@ -77,9 +78,13 @@ def test_rota_check_shows_a_sigkilled_worker_dead_within_two_heartbeats(
             assert by_pid(report["workers"], process.pid) is not None, "listed, live or dead"
             checked = datetime.fromisoformat(report["checked_at"])
             assert checked - killed_at < timedelta(seconds=30), "still live 30 s after SIGKILL"
+            shown_live.append(checked)
         live_until = datetime.fromisoformat(dead["live_until"])
         assert live_until - killed_at <= timedelta(seconds=2 * HEARTBEAT), (
             "dead two heartbeat intervals after the last heartbeat before the kill"
+        )
+        assert all(checked <= live_until for checked in shown_live), (
+            "no check after those two intervals showed it live"
         )
         seen_dead = datetime.fromisoformat(report["checked_at"])
         print(

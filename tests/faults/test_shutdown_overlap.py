@@ -17,6 +17,7 @@ import pytest
 from rota import JobState, Rota
 from rota.core.transitions import LEASE_EXPIRED
 from tests.conftest import Database
+from tests.faults.test_isolation import alive, marks
 from tests.helpers import sql_store
 from tests.workers import LEASE, ROTA_COMMAND, Workers
 
@@ -72,3 +73,37 @@ def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun
     job = control.job(job_id)
     assert [error.code for error in job.errors] == [LEASE_EXPIRED]
     assert rerun[0] - exited <= LEASE + 3, "recovered within a lease and a few polls"
+
+
+@pytest.mark.slow
+def test_sigterm_during_an_isolated_job_kills_its_child_and_the_rerun_never_overlaps(
+    control: Rota, workers: Workers, tmp_path: Path
+) -> None:
+    """With ``isolation="process"`` the handler can be stopped: at the end of the grace its
+    child gets SIGTERM (ignored here), then SIGKILL; once it is dead the job goes back to
+    pending, and the second replica runs it, while no process of the first run is alive."""
+    command = [*ROTA_COMMAND, "worker", APP, "--grace", str(GRACE)]
+    stopping = workers.start(command=command)
+    path = tmp_path / "isolated-marks"
+    job_id = control.queue("stubborn", str(path), FIRST_RUN)
+    workers.wait(lambda: marks(path), stopping, timeout=30)
+    replica = workers.start(command=command)
+
+    signalled = time.time()
+    stopping.send_signal(signal.SIGTERM)
+    code = stopping.wait(timeout=GRACE + EXIT_MARGIN + 5)
+    exited = time.time()
+    print(f"SIGTERM -> exit {code} after {exited - signalled:.2f} s (grace {GRACE} s)")
+    assert code == 0, workers.log(stopping)
+    assert exited - signalled <= GRACE + EXIT_MARGIN
+    assert "did not stop when interrupted" not in workers.log(stopping), "it was stopped"
+
+    workers.wait(lambda: control.job(job_id).state is JobState.SUCCEEDED, replica, timeout=30)
+    first, *rerun = marks(path)
+    first_child = first[2]
+    assert not alive(first_child), "the first run's child was killed"
+    assert [what for *_, what in rerun] == ["start", "earlier alive=False", "end"]
+    assert rerun[0][2] not in (first_child, stopping.pid, replica.pid), "in a child of its own"
+    job = control.job(job_id)
+    assert job.errors == (), "released at shutdown, not failed: no attempt spent"
+    assert "job.released" in workers.log(stopping)
