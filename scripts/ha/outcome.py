@@ -10,7 +10,7 @@ failover the new primary hands the ids of lost jobs to new ones.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -88,9 +88,15 @@ class Run:
 
 
 def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
-    """Count acknowledged, succeeded, lost and duplicated jobs and ticks."""
+    """Count acknowledged, succeeded, lost and duplicated jobs and ticks.
+
+    A duplicate is a job or tick that ran more than once: at-least-once allows a run again
+    after a lease expired (a later attempt, or the same one given back at a shutdown).  A
+    *double claim*, one attempt of one job id run twice, would be two workers holding the
+    same claim: that breaks invariant 3, and is counted apart."""
     executions: dict[tuple[str, int], list[Mark]] = defaultdict(list)
-    for mark in marks:
+    marks_seen = list(marks)
+    for mark in marks_seen:
         executions[mark.kind, mark.key].append(mark)
     rows: dict[int, list[Job]] = defaultdict(list)
     tick_rows: dict[int, list[Job]] = defaultdict(list)
@@ -105,6 +111,8 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
     acked = set(run.acknowledged)
     lost = sorted(acked - done)
     twice = {n: len(m) for (kind, n), m in executions.items() if kind == "job" and len(m) > 1}
+    attempts = Counter((mark.kind, mark.key, mark.job_id, mark.attempt) for mark in marks_seen)
+    double_claims = sorted((kind, key) for (kind, key, _, _), runs in attempts.items() if runs > 1)
     expected = minute_ticks(run.ticks_from, run.ended)
     ran = [t for t in expected if executions.get(("tick", t))]
     tick_runs = {t: len(executions[("tick", t)]) for t in ran}
@@ -130,6 +138,8 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
             "lost_but_ran": sum(1 for n in lost if ("job", n) in executions),
             "lost_never_in_database": sum(1 for n in lost if n not in rows),
             "extra_executions": sum(count - 1 for count in twice.values()),
+            "double_claims": len(double_claims),
+            "double_claims_sample": double_claims[:20],
             "ids_reused": len(reused),
             "unacknowledged_in_database": len(set(rows) - acked),
             "tick_rows_duplicated": sum(1 for t in expected if len(tick_rows.get(t, [])) > 1),
