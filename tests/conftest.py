@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
@@ -24,6 +25,9 @@ from rota import Rota
 from rota.store.urls import normalise_url
 from rota.testing import FakeClock
 from tests.helpers import sql_store
+
+if TYPE_CHECKING:
+    from tests.workers import Workers
 
 SERVERS = {
     "mariadb": ("ROTA_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
@@ -154,6 +158,28 @@ def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Databas
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(START)
+
+
+@pytest.fixture
+def control(db: Database) -> Iterator[Rota]:
+    """A test's own Rota beside worker processes: real clock, queues by task name, inspects
+    jobs and workers; it migrates before any worker starts."""
+    rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
+    rota.jobs()
+    yield rota
+    sql_store(rota).engine.dispose()
+
+
+@pytest.fixture
+def workers(db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
+    """Worker processes of the test (``tests.workers``), killed when it ends."""
+    from tests.workers import Workers
+
+    started = Workers(db, control, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
 
 
 @pytest.fixture

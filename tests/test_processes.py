@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -23,7 +23,6 @@ import pytest
 
 from rota import Enqueue, Job, JobState, Rota
 from tests.conftest import Database
-from tests.helpers import sql_store
 from tests.workers import EPOCH, GRACE, LEASE, POLL, ROTA_COMMAND, START_TIMEOUT, Workers
 
 pytestmark = pytest.mark.slow
@@ -32,24 +31,6 @@ pytestmark = pytest.mark.slow
 RESCUE_MARGIN = 0.5
 # Time allowed for a process to exit after its grace: final report, unregister, interpreter exit.
 EXIT_MARGIN = 3.0
-
-
-@pytest.fixture
-def control(db: Database) -> Iterator[Rota]:
-    """The test's own Rota: real clock, queues by task name, inspects jobs and workers."""
-    rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
-    rota.jobs()  # migrate here, before any worker process starts
-    yield rota
-    sql_store(rota).engine.dispose()
-
-
-@pytest.fixture
-def workers(db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
-    started = Workers(db, control, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
 
 
 def _final(control: Rota, job_id: int) -> Callable[[], bool]:

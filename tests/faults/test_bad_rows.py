@@ -7,35 +7,13 @@ and looked healthy) and the second left its job ``running`` for ever.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from rota import JobState, Rota
-from tests.conftest import Database
-from tests.helpers import sql_store
 from tests.runtime.test_loop_errors import hand_edit
 from tests.workers import Workers
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def control(db: Database) -> Iterator[Rota]:
-    rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
-    rota.jobs()
-    yield rota
-    sql_store(rota).engine.dispose()
-
-
-@pytest.fixture
-def workers(db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
-    started = Workers(db, control, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
 
 
 def test_an_unreadable_row_and_a_stop_iteration_fail_alone_and_the_worker_goes_on(

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,6 @@ pytestmark = pytest.mark.slow
 
 HEARTBEAT = LEASE / 3
 EXIT_TIMEOUT = 20.0
-
-
-@pytest.fixture
-def control(db: Database) -> Iterator[Rota]:
-    rota = Rota(db.url, table_prefix=db.prefix, connect_timeout=10)
-    rota.jobs()  # migrates
-    yield rota
-    rota.store.dispose()
 
 
 def check(db: Database) -> dict[str, Any]:

@@ -8,43 +8,40 @@ the job only once the lease has expired, after that process (and so the first ru
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rota import JobState, Rota
 from rota.core.transitions import LEASE_EXPIRED
-from tests.conftest import Database
 from tests.faults.test_isolation import alive, marks
-from tests.helpers import sql_store
 from tests.workers import LEASE, ROTA_COMMAND, Workers
 
 APP = "tests.apps.process_app:app"
 GRACE = 3.0
 EXIT_MARGIN = 2.0
 FIRST_RUN = 60.0
+SERVERS = pytest.mark.parametrize("db", ["mariadb", "postgres"], indirect=True)
+"""Where two replicas claim with SKIP LOCKED, as in production."""
 
 
-@pytest.fixture
-def control(server_db: Database) -> Iterator[Rota]:
-    rota = Rota(server_db.url, table_prefix=server_db.prefix, connect_timeout=10)
-    rota.jobs()
-    yield rota
-    sql_store(rota).engine.dispose()
-
-
-@pytest.fixture
-def workers(server_db: Database, control: Rota, tmp_path: Path) -> Iterator[Workers]:
-    started = Workers(server_db, control, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
+def stop_within_grace(stopping: subprocess.Popen[bytes], workers: Workers) -> float:
+    """SIGTERM ``stopping``: it must exit cleanly within the grace and ``EXIT_MARGIN``; the
+    time it had exited by."""
+    signalled = time.time()
+    stopping.send_signal(signal.SIGTERM)
+    code = stopping.wait(timeout=GRACE + EXIT_MARGIN + 5)
+    exited = time.time()
+    print(f"SIGTERM -> exit {code} after {exited - signalled:.2f} s (grace {GRACE} s)")
+    assert code == 0, workers.log(stopping)
+    assert exited - signalled <= GRACE + EXIT_MARGIN
+    return exited
 
 
 @pytest.mark.slow
+@SERVERS
 def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun(
     control: Rota, workers: Workers
 ) -> None:
@@ -54,13 +51,7 @@ def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun
     workers.wait(lambda: workers.mark(job_id, 1, "started"), stopping, timeout=20)
     replica = workers.start(command=command)
 
-    signalled = time.time()
-    stopping.send_signal(signal.SIGTERM)
-    code = stopping.wait(timeout=GRACE + EXIT_MARGIN + 5)
-    exited = time.time()
-    print(f"SIGTERM -> exit {code} after {exited - signalled:.2f} s (grace {GRACE} s)")
-    assert code == 0, workers.log(stopping)
-    assert exited - signalled <= GRACE + EXIT_MARGIN
+    exited = stop_within_grace(stopping, workers)
     assert "did not stop when interrupted" in workers.log(stopping)
 
     workers.wait(lambda: control.job(job_id).state is JobState.SUCCEEDED, replica, timeout=30)
@@ -76,6 +67,7 @@ def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun
 
 
 @pytest.mark.slow
+@SERVERS
 def test_sigterm_during_an_isolated_job_kills_its_child_and_the_rerun_never_overlaps(
     control: Rota, workers: Workers, tmp_path: Path
 ) -> None:
@@ -89,13 +81,7 @@ def test_sigterm_during_an_isolated_job_kills_its_child_and_the_rerun_never_over
     workers.wait(lambda: marks(path), stopping, timeout=30)
     replica = workers.start(command=command)
 
-    signalled = time.time()
-    stopping.send_signal(signal.SIGTERM)
-    code = stopping.wait(timeout=GRACE + EXIT_MARGIN + 5)
-    exited = time.time()
-    print(f"SIGTERM -> exit {code} after {exited - signalled:.2f} s (grace {GRACE} s)")
-    assert code == 0, workers.log(stopping)
-    assert exited - signalled <= GRACE + EXIT_MARGIN
+    stop_within_grace(stopping, workers)
     assert "did not stop when interrupted" not in workers.log(stopping), "it was stopped"
 
     workers.wait(lambda: control.job(job_id).state is JobState.SUCCEEDED, replica, timeout=30)

@@ -3,29 +3,20 @@ statement, whatever results its jobs carry."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from sqlalchemy import event
 
 from rota.core.model import JobState
 from rota.core.transitions import Transition
 from rota.store import open_store
-from rota.store.sql import SqlStore
 from tests.conftest import START, Database
 from tests.store.contract.support import claim, new
 
 
-@pytest.fixture
-def store(db: Database) -> Iterator[SqlStore]:
-    opened = open_store(db.url, db.prefix)
-    opened.migrate()
-    yield opened
-    opened.dispose()
-
-
-def test_successes_with_results_are_one_update_each_with_its_own_result(store: SqlStore) -> None:
+def test_successes_with_results_are_one_update_each_with_its_own_result(db: Database) -> None:
+    store = open_store(db.url, db.prefix)
+    store.migrate()
     ids = store.enqueue([new() for _ in range(30)], START)
     assert sorted(claim(store, limit=30)) == sorted(ids)
     done = [
@@ -50,3 +41,4 @@ def test_successes_with_results_are_one_update_each_with_its_own_result(store: S
     assert len(updates) == 1, updates
     stored = [store.job(job_id) for job_id in ids]
     assert [job.result if job else None for job in stored] == [{"n": i} for i in range(30)]
+    store.dispose()
