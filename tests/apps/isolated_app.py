@@ -81,11 +81,12 @@ def stubborn(ctx: JobContext, marks: str, seconds: float) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(seconds)
     else:
-        mark(ctx, marks, f"earlier alive={any(_alive(pid) for pid in earlier)}")
+        mark(ctx, marks, f"earlier alive={any(alive(pid) for pid in earlier)}")
     mark(ctx, marks, "end")
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a handler checks an earlier run's; so do the tests)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

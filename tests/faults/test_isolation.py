@@ -53,14 +53,6 @@ def marks(path: Path) -> list[tuple[int, int, int, str]]:
     return rows
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def queue_crashes(rota: Rota) -> dict[str, int]:
     return {name: rota.queue(name, *(["not here"] if name == "raises" else [])) for name in CRASHES}
 
@@ -136,7 +128,7 @@ def test_a_child_that_ignores_sigterm_is_killed_at_its_timeout_and_the_job_retri
         (2, "end"),
     ]
     first = rows[0][2]
-    assert not alive(first)  # SIGKILLed: it would have slept 60 s
+    assert not isolated_app.alive(first)  # SIGKILLed: it would have slept 60 s
     assert elapsed < 20
 
 
@@ -152,7 +144,7 @@ def test_sigterm_sets_cancelled_and_runs_finally_in_the_child(
     assert job.state is JobState.FAILED
     assert [error.code for error in job.errors] == ["TIMEOUT"]
     assert [what for _, _, _, what in marks(path)] == ["start", "finally cancelled=True"]
-    assert not alive(marks(path)[0][2])
+    assert not isolated_app.alive(marks(path)[0][2])
 
 
 def test_a_child_running_at_shutdown_is_stopped_and_its_job_returns(
@@ -172,7 +164,7 @@ def test_a_child_running_at_shutdown_is_stopped_and_its_job_returns(
 
     asyncio.run(scenario())
     ((_, _, pid, _),) = marks(path)
-    assert not alive(pid)
+    assert not isolated_app.alive(pid)
     job = rota.job(job_id)
     assert job.state is JobState.PENDING
     rota.drain()  # the next attempt does not ignore SIGTERM, and finishes

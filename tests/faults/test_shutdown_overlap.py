@@ -16,7 +16,8 @@ import pytest
 
 from rota import JobState, Rota
 from rota.core.transitions import LEASE_EXPIRED
-from tests.faults.test_isolation import alive, marks
+from tests.apps.isolated_app import alive
+from tests.faults.test_isolation import marks
 from tests.workers import LEASE, ROTA_COMMAND, Workers
 
 APP = "tests.apps.process_app:app"
