@@ -15,6 +15,7 @@ COLUMNS = (
     "succeeded",
     "lost",
     "duplicated",
+    "double claims",
     "ticks exp/ran/dup",
     "resume (s)",
 )
@@ -25,7 +26,8 @@ def cells(outcome: Outcome) -> list[str]:
     ticks = f"{outcome.ticks_expected}/{outcome.ticks_ran}/{outcome.ticks_duplicated}"
     name = outcome.topology + (" (!)" if outcome.error else "")
     counts = (outcome.acknowledged, outcome.succeeded, outcome.lost, outcome.duplicated)
-    return [name, *(f"{n:,}" for n in counts), ticks, resume]
+    double = outcome.details.get("double_claims", "-")
+    return [name, *(f"{n:,}" for n in counts), str(double), ticks, resume]
 
 
 def render(outcomes: Sequence[Outcome]) -> str:
