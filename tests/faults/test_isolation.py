@@ -125,6 +125,7 @@ def test_a_child_that_ignores_sigterm_is_killed_at_its_timeout_and_the_job_retri
     assert [(attempt, what) for _, attempt, _, what in rows] == [
         (1, "start"),
         (2, "start"),
+        (2, "earlier alive=False"),
         (2, "end"),
     ]
     first = rows[0][2]
