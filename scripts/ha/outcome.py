@@ -92,8 +92,9 @@ def judge(run: Run, marks: Iterable[Mark], final: Iterable[Job]) -> Outcome:
 
     A duplicate is a job or tick that ran more than once: at-least-once allows a run again
     after a lease expired (a later attempt, or the same one given back at a shutdown).  A
-    *double claim*, one attempt of one job id run twice, would be two workers holding the
-    same claim: that breaks invariant 3, and is counted apart."""
+    *double claim*, one attempt of one job id run twice, means two workers held the same
+    claim at once: rota's claim never allows it, but a promoted asynchronous replica that
+    never received a committed claim hands the job out a second time.  It is counted apart."""
     executions: dict[tuple[str, int], list[Mark]] = defaultdict(list)
     marks_seen = list(marks)
     for mark in marks_seen:
