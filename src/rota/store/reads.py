@@ -51,13 +51,8 @@ class SqlReads:
             job = to_job(row._mapping)
             if job.state is JobState.PENDING:
                 queues = self.database.schema.queues
-                paused = paused_names(queues).where(queues.c.name == job.queue)
-                job = replace(
-                    job,
-                    state=seen_state(
-                        job.state, job.queue, set(connection.execute(paused).scalars())
-                    ),
-                )
+                paused = set(connection.execute(paused_names(queues)).scalars())
+                job = replace(job, state=seen_state(job.state, job.queue, paused))
             if not row.has_dependencies:
                 return job
             return replace(job, depends_on=self.dependencies.depends_on(connection, job_id))
