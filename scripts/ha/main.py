@@ -98,10 +98,16 @@ def main() -> int:
     parser.add_argument("--cleanup", action="store_true", help="end what a killed run left")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     parser.add_argument("--keep", action="store_true", help="keep each run's marks and logs")
+    parser.add_argument(
+        "--table", metavar="JSON", help="print the Markdown table of a --json file and stop"
+    )
     settings_arguments(parser)
     options = parser.parse_args()
     if options.cleanup:
         cleanup()
+        return 0
+    if options.table:
+        print(markdown([Outcome(**row) for row in json.loads(Path(options.table).read_text())]))
         return 0
     offered = scenarios()
     if options.list:
