@@ -152,9 +152,10 @@ def test_pausing_a_schedule_named_like_a_path_pauses_only_itself(tmp_path: Path)
             expect(row.get_by_role("button", name="Resume")).to_be_visible()
             assert page.url == f"{base}/schedules"
             assert page.locator('tr[id="schedule-victim"] button', has_text="Pause").count() == 1
+        states = (state(hostile), state("victim"))
     finally:
         sql_store(rota).engine.dispose()
-    assert (state(hostile), state("victim")) == ("paused", "active")
+    assert states == ("paused", "active")
 
 
 def test_edit_a_schedule_from_the_browser(tmp_path: Path) -> None:
@@ -202,9 +203,9 @@ def test_edit_a_schedule_from_the_browser(tmp_path: Path) -> None:
             )
             expect(cron).to_have_value("61 * * * *")
             expect(next_run).to_contain_text("2026-03-02 12:30+01:00")
+        schedule = rota.get_schedule("tick")
     finally:
-        sql_store(rota).engine.dispose()
-    schedule = rota.get_schedule("tick")
+        sql_store(rota).engine.dispose()  # last: a read after it would open a connection again
     assert (schedule.spec.cron, schedule.code_cron, schedule.version) == (
         "30 12 * * *",
         "*/5 * * * *",
