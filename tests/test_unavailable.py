@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from rota import JobContext, Rota
 from rota.errors import DatabaseUnavailable, StoreError
 from tests.conftest import server_url
-from tests.helpers import sql_store
+from tests.helpers import eventually, sql_store
 
 PASSWORD = "Sup3r-s3cret-pw"
 
@@ -80,4 +80,29 @@ def test_an_unknown_mariadb_database_is_not_waited_for() -> None:
         asyncio.run(rota.start())
     assert time.monotonic() - began < 5
     assert not isinstance(info.value, DatabaseUnavailable)
+    sql_store(rota).engine.dispose()
+
+
+def test_start_cancelled_while_waiting_ends_the_wait_at_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``rota worker`` stopped by a signal while its database is down: the thread that waits
+    must not sleep out its pause (here 60 s), which the event loop's shutdown would wait for."""
+    monkeypatch.setattr("rota.runtime.connect.FIRST_DELAY", 60.0)
+    monkeypatch.setattr("rota.runtime.connect.MAX_DELAY", 60.0)
+    rota = Rota(f"mysql://app@127.0.0.1:{closed_port()}/orders")
+
+    async def start_then_cancel() -> None:
+        starting = asyncio.create_task(rota._life.start(None))
+        await eventually(
+            lambda: [r for r in caplog.records if getattr(r, "event", None) == "db.unavailable"]
+        )
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        asyncio.run(start_then_cancel())
+    assert time.monotonic() - began < 10
     sql_store(rota).engine.dispose()

@@ -8,15 +8,19 @@ when it passes instead.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TypeVar
 
 from rota.core.backoff import doubling
 from rota.core.clock import Clock, SystemClock, offset
-from rota.errors import DatabaseUnavailable, StoreError
+from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError
 from rota.store.base import Store
 
+T = TypeVar("T")
 logger = logging.getLogger("rota")
 FIRST_DELAY = 0.2
 MAX_DELAY = 10.0
@@ -31,6 +35,22 @@ class DatabaseWait:
     """Seconds before giving up; ``None`` waits for as long as it takes."""
     failures: int = 0
     started: float = field(default_factory=time.monotonic)
+
+    def retry(self, attempt: Callable[[], T], stop: threading.Event | None = None) -> T:
+        """Call ``attempt`` until it gets through, pausing after each ``TransientStoreError``:
+        the one loop that waits for the database.  Any other error is raised at once.  Setting
+        ``stop`` ends a pause early and raises the last error (an async caller cancelled while
+        this runs in a thread sets it, so the thread does not outlive the wait)."""
+        stop = stop or threading.Event()
+        while True:
+            try:
+                result = attempt()
+            except TransientStoreError as error:
+                if stop.wait(self.failed(error)):
+                    raise
+            else:
+                self.succeeded()
+                return result
 
     def failed(self, error: StoreError) -> float:
         """Log the failed attempt and return the pause before the next one, or give up."""

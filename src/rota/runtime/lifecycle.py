@@ -14,7 +14,6 @@ import functools
 import logging
 import signal
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any, TypeVar
 
 from rota.config import RotaConfig
 from rota.core.model import DrainResult
-from rota.errors import StoreError, TransientStoreError, WorkerDied
+from rota.errors import StoreError, WorkerDied
 from rota.observe.otel import Telemetry
 from rota.runtime.connect import DatabaseWait, check_clock
 from rota.runtime.executor import Executor
@@ -78,16 +77,16 @@ class Lifecycle:
 
     def ensure_ready(self) -> None:
         """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled."""
-        if self._ready:
-            return
-        wait = DatabaseWait(describe_url(self.config.url), self.config.connect_timeout)
-        while True:
-            try:
-                self._connect_once()
-                break
-            except TransientStoreError as error:
-                time.sleep(wait.failed(error))
-        wait.succeeded()
+        if not self._ready:
+            self._wait_for_database(self.config.connect_timeout, self._connect_once)
+
+    def _wait_for_database(
+        self,
+        timeout: float | None,
+        attempt: Callable[[], None],
+        stop: threading.Event | None = None,
+    ) -> None:
+        DatabaseWait(describe_url(self.config.url), timeout).retry(attempt, stop)
 
     def _connect_once(self) -> None:
         with self._ready_lock:
@@ -108,16 +107,16 @@ class Lifecycle:
         if self._worker is not None:
             return
         self._served = served or Served()
-        wait = DatabaseWait(describe_url(self.config.url), connect_timeout)
-        while True:
-            try:
-                await asyncio.to_thread(self._connect_once)
-                await asyncio.to_thread(self.sync_code)
-                worker = await self._start_worker()
-                break
-            except TransientStoreError as error:
-                await asyncio.sleep(wait.failed(error))
-        wait.succeeded()
+        worker = self._new_worker()
+        cancelled = threading.Event()
+        try:
+            prepare = functools.partial(self._prepare, worker)
+            await asyncio.to_thread(self._wait_for_database, connect_timeout, prepare, cancelled)
+            worker.launch()
+        except BaseException:
+            cancelled.set()
+            await self._release_threads()
+            raise
         self._worker = worker
         self._scheduler = Scheduler(
             self.store.schedules,
@@ -131,15 +130,21 @@ class Lifecycle:
         )
         self._scheduler.start()
 
-    async def _start_worker(self) -> Worker:
+    def _prepare(self, worker: Worker) -> None:
+        """What a worker needs of the database before its loops start, in one retried step."""
+        self._connect_once()
+        self.sync_code()
         with contextlib.suppress(StoreError):
-            await asyncio.to_thread(check_clock, self.store, self.clock, self.config.lease_seconds)
+            check_clock(self.store, self.clock, self.config.lease_seconds)
+        worker.register()
+
+    def _new_worker(self) -> Worker:
         self._loop = asyncio.get_running_loop()
         self.events.bind(self._loop)
         settings = self._worker_settings(self.pools(self._served))
         self._task_threads = HandlerThreads(settings.concurrency, "rota-task")
         self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
-        worker = Worker(
+        return Worker(
             self.store,
             self._executor(self._task_threads),
             settings,
@@ -147,12 +152,6 @@ class Lifecycle:
             self._db_call,
             self.completions.finished,
         )
-        try:
-            await worker.start()
-        except BaseException:
-            await self._release_threads()
-            raise
-        return worker
 
     async def stop(self, grace: float) -> None:
         worker, self._worker = self._worker, None

@@ -122,30 +122,31 @@ class Worker:
         self._wake.set()
 
     async def start(self) -> None:
-        info = self.settings.describe(self.id, self.executor.registry, self.clock.now())
-        await self._db(self.store.register_worker, info)
-        self.events.emit(
-            "worker.started",
-            worker=self.id,
-            queues=",".join(info.queues),
-            concurrency=info.concurrency,
+        await self._db(self.register)
+        self.launch()
+
+    def register(self) -> None:
+        """Write this worker's row; writing it again replaces it, so a start that waits for
+        the database retries it with the rest."""
+        self.store.register_worker(
+            self.settings.describe(self.id, self.executor.registry, self.clock.now())
         )
+
+    def launch(self) -> None:
+        """Start the loops of a registered worker, on the running event loop."""
+        queues, concurrency = ",".join(self.settings.queues), self.settings.concurrency
+        self.events.emit("worker.started", worker=self.id, queues=queues, concurrency=concurrency)
         self.listener.start(asyncio.get_running_loop())
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self.reports.writing(), name="rota-report")
         self._heartbeat = self._heartbeat_loop()
+        upkeep, settings = self.upkeep, self.settings
+        rescuing = upkeep.rescuing(settings.poll_interval, settings.rescue_batch, self._wake.set)
+        pruning = upkeep.pruning(settings.prune_interval, settings.retention)
         self._loops = [
             self._heartbeat,
-            asyncio.create_task(
-                self.upkeep.rescuing(
-                    self.settings.poll_interval, self.settings.rescue_batch, self._wake.set
-                ),
-                name="rota-rescue",
-            ),
-            asyncio.create_task(
-                self.upkeep.pruning(self.settings.prune_interval, self.settings.retention),
-                name="rota-prune",
-            ),
+            asyncio.create_task(rescuing, name="rota-rescue"),
+            asyncio.create_task(pruning, name="rota-prune"),
         ]
 
     async def drain(self) -> DrainResult:
@@ -240,9 +241,8 @@ class Worker:
                 deadline.cancel()
 
     def _heartbeat_loop(self) -> asyncio.Task[None]:
-        return asyncio.create_task(
-            self.upkeep.heartbeating(self._held, self._interrupt), name="rota-heartbeat"
-        )
+        heartbeating = self.upkeep.heartbeating(self._held, self._interrupt)
+        return asyncio.create_task(heartbeating, name="rota-heartbeat")
 
     def _held(self) -> set[int]:
         """The jobs whose leases this worker renews: running, or finished and not yet written."""
