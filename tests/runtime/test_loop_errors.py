@@ -21,12 +21,11 @@ import pytest
 from sqlalchemy import update
 
 from rota import JobContext, JobState, Rota
-from rota.core.model import Job
 from rota.observe.events import EventLog
 from rota.runtime.executor import Executor
+from rota.runtime.scheduler import Scheduler, SchedulerSettings
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.worker import Worker
-from rota.store.base import Store
 from rota.testing import VirtualClock
 from tests.conftest import Database
 from tests.helpers import eventually, sql_store
@@ -145,22 +144,25 @@ def test_the_claim_loop_of_a_started_worker_passes_an_unreadable_row(
     assert_failed_unreadable(rota, bad)
 
 
-class FailingClaims:
-    """A store whose ``claim`` raises ``error`` while ``failures`` lasts; the rest is real."""
+class Failing:
+    """A store whose ``method`` raises ``error`` while ``failures`` lasts; the rest is real."""
 
-    def __init__(self, store: Store, error: BaseException, failures: int) -> None:
+    def __init__(self, store: object, method: str, error: BaseException, failures: int) -> None:
         self._store = store
+        self._method = method
         self._error = error
         self.failures = failures
+        self.calls = 0
 
-    def claim(self, *args: Any) -> list[Job]:
+    def _call(self, *args: Any) -> Any:
+        self.calls += 1
         if self.failures:
             self.failures -= 1
             raise self._error
-        return self._store.claim(*args)
+        return getattr(self._store, self._method)(*args)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+        return self._call if name == self._method else getattr(self._store, name)
 
 
 @pytest.fixture
@@ -192,7 +194,7 @@ def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
     async def noop(ctx: JobContext) -> None:
         pass
 
-    store = FailingClaims(rota.store, ZeroDivisionError("a bug in a claim"), failures=3)
+    store = Failing(rota.store, "claim", ZeroDivisionError("a bug in a claim"), failures=3)
 
     async def scenario() -> None:
         worker = worker_on(rota, clock, threads, store)
@@ -221,11 +223,95 @@ def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
     assert all(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in logged)
 
 
+LOOP_CALLS = [("heartbeat", "heartbeat"), ("prune", "acquire_lease"), ("report", "complete")]
+
+
+@pytest.mark.parametrize(("loop", "method"), LOOP_CALLS)
+def test_every_other_loop_logs_an_unexpected_error_backs_off_and_carries_on(
+    virtual: tuple[Rota, VirtualClock, ThreadPoolExecutor],
+    caplog: pytest.LogCaptureFixture,
+    loop: str,
+    method: str,
+) -> None:
+    """The heartbeat, prune and report loops meet a bug in their store call twice: each time
+    it is logged with its traceback and the loop tries again after a back-off, and the worker
+    goes on running jobs."""
+    rota, clock, threads = virtual
+
+    @rota.task
+    async def noop(ctx: JobContext) -> None:
+        pass
+
+    store = Failing(rota.store, method, ZeroDivisionError(f"a bug in {method}"), failures=2)
+
+    def advanced(check: Callable[[], bool]) -> Callable[[], bool]:
+        """Move virtual time on by a second at each look, so back-offs and intervals pass."""
+
+        def look() -> bool:
+            clock.advance(1.0)
+            return check()
+
+        return look
+
+    async def scenario() -> None:
+        worker = worker_on(rota, clock, threads, store)
+        await worker.start()
+        job_id = rota.queue(noop)
+        await eventually(advanced(lambda: store.calls > 2))
+        await eventually(advanced(lambda: rota.job(job_id).state is JobState.SUCCEEDED))
+        assert not worker.dead.is_set()
+        await worker.stop(grace=0)
+
+    with caplog.at_level(logging.ERROR, logger="rota.worker"):
+        asyncio.run(scenario())
+    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
+    assert len(logged) == 2
+    assert all(f"error in {loop} loop" in r.getMessage() for r in logged)
+    assert all(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in logged)
+
+
+def test_the_scheduler_loop_logs_an_unexpected_error_backs_off_and_fires_the_next_tick(
+    virtual: tuple[Rota, VirtualClock, ThreadPoolExecutor], caplog: pytest.LogCaptureFixture
+) -> None:
+    rota, clock, _ = virtual
+
+    @rota.task(cron="* * * * *")
+    async def minutely(ctx: JobContext) -> None:
+        pass
+
+    rota._schedules.sync_code()
+    failing = Failing(rota.store.schedules, "next_due", ZeroDivisionError("a bug"), failures=2)
+    scheduler = Scheduler(
+        failing,
+        rota.registry,
+        clock,
+        EventLog(),
+        SchedulerSettings(poll_interval=1.0),
+        asyncio.to_thread,
+        lambda: None,
+    )
+
+    def ticked() -> bool:
+        clock.advance(1.0)
+        return bool(rota.counts().by_task.get("minutely"))
+
+    async def scenario() -> None:
+        scheduler.start()
+        await eventually(ticked)
+        await scheduler.stop()
+
+    with caplog.at_level(logging.ERROR, logger="rota.worker"):
+        asyncio.run(scenario())
+    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
+    assert len(logged) == 2 and failing.calls > 2
+    assert all("error in scheduler loop" in r.getMessage() for r in logged)
+
+
 def test_a_claim_loop_that_ends_stops_the_heartbeat_and_marks_the_worker_dead(
     virtual: tuple[Rota, VirtualClock, ThreadPoolExecutor], caplog: pytest.LogCaptureFixture
 ) -> None:
     rota, clock, threads = virtual
-    store = FailingClaims(rota.store, Wedged("the claim loop cannot go on"), failures=1)
+    store = Failing(rota.store, "claim", Wedged("the claim loop cannot go on"), failures=1)
 
     @rota.task
     async def noop(ctx: JobContext) -> None:
