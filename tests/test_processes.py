@@ -210,11 +210,16 @@ def test_sigterm_after_sync_jobs_finished_exits_without_abandoning_threads(
     workers = Workers(db, control, tmp_path, env={"ROTA_TEST_CONCURRENCY": "50"})
     try:
         worker = workers.start()
+        registration = workers.registration(worker)
+        assert registration is not None
+        registered = registration.id
         ids = control.queue_many([Enqueue("work_for", 0.05) for _ in range(200)])
         workers.wait(lambda: all(_final(control, job_id)() for job_id in ids), worker)
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=GRACE + EXIT_MARGIN) == 0
         assert "did not stop when interrupted" not in workers.log(worker)
+        assert (workers.marks / f"exited.{worker.pid}").read_text() == "exit hooks ran"
+        assert workers.log(worker).rstrip().endswith(f"worker.stopped worker={registered}")
     finally:
         workers.stop_all()
 

@@ -9,11 +9,13 @@ The test process starts ``rota worker tests.apps.process_app:app`` with:
 
 Each attempt writes ``<dir>/<job id>.<attempt>.started`` (and ``.finished`` when it returns),
 holding the wall-clock time, so the test sees which attempts ran, in which process, and when.
+A process that exits writes ``<dir>/exited.<pid>`` from an exit hook.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sys
 import time
@@ -26,6 +28,8 @@ from tests.apps.environment import rota_from_environment
 MARKS = Path(os.environ["ROTA_TEST_DIR"])
 
 app = rota_from_environment(concurrency=5)
+atexit.register(lambda: (MARKS / f"exited.{os.getpid()}").write_text("exit hooks ran"))
+"""``rota worker`` skips the interpreter's teardown at exit, never the exit hooks."""
 
 
 def mark(ctx: JobContext, event: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -18,7 +19,6 @@ from rota.errors import RotaError
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
-from rota.runtime.threads import leave_if_abandoned
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub
@@ -178,7 +178,8 @@ def run_worker(
     served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
         rota.run(grace=grace, queues=served, concurrency=concurrency)
-        leave_if_abandoned(0)
+        rota.store.dispose()
+        leave(0)
     except Exception as error:
         if log_format != "json":
             if isinstance(error, RotaError):
@@ -187,6 +188,19 @@ def run_worker(
             raise
         log_failure(error, rota.config.url)
         sys.exit(1)
+
+
+def leave(code: int) -> None:
+    """End the process of a worker that has stopped: the exit hooks (``atexit``, exporters'
+    flushes, ``weakref.finalize``) and the log handlers run, the interpreter's teardown does
+    not.  That teardown adds from a fifth of a second to seconds on a loaded host to a shutdown
+    that must end within its grace, and around a handler thread that ignored its interruption
+    it may not end at all; the thread is abandoned as SIGKILL would abandon it."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 def log_failure(error: Exception, url: str) -> None:

@@ -9,20 +9,13 @@ returned.
 
 from __future__ import annotations
 
-import atexit
-import logging
-import os
-import sys
 import threading
-import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import Any, Protocol
 
 Work = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
-_STARTED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-"""Every handler thread of the process, so that its exit can tell whether one is left."""
 
 
 class Threads(Protocol):
@@ -57,7 +50,6 @@ class HandlerThreads:
                     target=self._serve, name=f"{self.name}_{len(self._threads)}", daemon=True
                 )
                 self._threads.append(thread)
-                _STARTED.add(thread)
                 thread.start()
         self._queue.put((future, function, args))
         return future
@@ -87,18 +79,3 @@ class HandlerThreads:
                     future.set_result(function(*args))
                 except BaseException as error:
                     future.set_exception(error)
-
-
-def leave_if_abandoned(code: int) -> None:
-    """End the process with ``code`` at once if a handler thread still runs after the worker
-    stopped (one that ignored its interruption): it leaves as SIGKILL would, once the exit
-    hooks (exporters' flushes) and the log handlers have run.  Tearing the interpreter down
-    around a thread still running user code would add from a third of a second to seconds on a
-    loaded host to a shutdown that must end within its grace."""
-    if not any(thread.is_alive() for thread in list(_STARTED)):
-        return
-    atexit._run_exitfuncs()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os._exit(code)
