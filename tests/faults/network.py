@@ -175,6 +175,12 @@ def netem_available() -> bool:
         quietly("ip", "netns", "del", name)
 
 
+def is_statement(chunk: bytes) -> bool:
+    """Whether a client's chunk begins a statement: MySQL's ``COM_QUERY`` (after a packet
+    header of four bytes) or PostgreSQL's simple query, parse or bind message."""
+    return (len(chunk) > 4 and chunk[4] == 0x03) or chunk[:1] in (b"Q", b"P", b"B")
+
+
 @dataclass
 class Link:
     """One connection through the proxy."""
@@ -190,9 +196,12 @@ class Proxy:
 
     ``delay`` seconds are added to every answer (server to client), in order; each chunk the
     client sends cuts its connection (RST both ways) with probability ``cut_ratio``;
-    ``blackhole_next()`` makes the next chunk any client sends the last thing that connection
-    ever carries: it is swallowed, nothing more passes either way, and both sockets stay open
-    (the kernels still acknowledge, as behind a stuck middlebox)."""
+    ``blackhole_next()`` makes the next statement any client sends the last thing that
+    connection ever carries: it is swallowed, nothing more passes either way, and both sockets
+    stay open (the kernels still acknowledge, as behind a stuck middlebox).  Only a statement
+    (``is_statement``) is taken, one whose sender waits for the answer: a connection's closing
+    message (a pool closing a spare one) or its handshake, which a client may send just then,
+    would test something else."""
 
     def __init__(
         self,
@@ -261,7 +270,7 @@ class Proxy:
             self.chunks += 1
             if link.blackholed:
                 continue
-            if self._blackhole:
+            if self._blackhole and is_statement(data):
                 self._blackhole = False
                 link.blackholed = True
                 self.blackholed = (time.monotonic(), link.client_port)
