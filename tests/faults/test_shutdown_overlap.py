@@ -54,6 +54,7 @@ def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun
 
     exited = stop_within_grace(stopping, workers)
     assert "did not stop when interrupted" in workers.log(stopping)
+    assert "job.released" not in workers.log(stopping), "abandoned, so not released"
 
     workers.wait(lambda: control.job(job_id).state is JobState.SUCCEEDED, replica, timeout=30)
     first, rerun = workers.mark(job_id, 1, "started"), workers.mark(job_id, 2, "started")
@@ -93,4 +94,5 @@ def test_sigterm_during_an_isolated_job_kills_its_child_and_the_rerun_never_over
     assert rerun[0][2] not in (first_child, stopping.pid, replica.pid), "in a child of its own"
     job = control.job(job_id)
     assert job.errors == (), "released at shutdown, not failed: no attempt spent"
-    assert "job.released" in workers.log(stopping)
+    log = workers.log(stopping)
+    assert log.index("killing it") < log.index("job.released"), "released once the child died"

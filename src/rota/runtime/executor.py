@@ -13,10 +13,12 @@ retried within ``retries`` whatever the filters say.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -66,6 +68,9 @@ class Finished:
     transition: Transition
     leftover: asyncio.Future[Any] | None
     """A handler still running after its attempt ended (a thread that ignored ``cancelled``)."""
+    announce: Callable[[], None] = lambda: None
+    """Emits ``job.released``: the worker calls it once the handler has provably stopped and
+    the release is reported, never for a job it abandons (which stays leased)."""
 
 
 class Executor:
@@ -152,7 +157,11 @@ class Executor:
         else:
             timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
             outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timed_out))
-        return Finished(self._decide(job, outcome, duration, span, timed_out), leftover)
+        if outcome.kind is not OutcomeKind.RELEASED:
+            return Finished(self._decide(job, outcome, duration, span, timed_out), leftover)
+        transition = self._decide(job, outcome, duration, span, log=False)
+        announce = functools.partial(self._log, job, outcome, transition, round(duration * 1000, 3))
+        return Finished(transition, leftover, announce)
 
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
@@ -211,9 +220,11 @@ class Executor:
         duration: float,
         span: Any = None,
         error: BaseException | None = None,
+        log: bool = True,
     ) -> Transition:
         transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
-        self._log(job, outcome, transition, round(duration * 1000, 3))
+        if log:
+            self._log(job, outcome, transition, round(duration * 1000, 3))
         if self.telemetry is not None:
             self.telemetry.end(span, job, outcome, transition, duration, error)
         return transition

@@ -2,9 +2,9 @@
 
 One execution path serves ``Rota.start()`` and ``Rota.drain()``: *claim* (adaptive polling,
 woken early by a freed slot or a local enqueue) launches jobs into per-pool slots, each attempt
-runs in the executor, and *report* writes finished attempts in one transaction per batch while
-the upkeep loops renew leases and notice cancellations.  ``drain`` runs the same steps without
-registering or polling, and ends once no due job is left and none is running.
+runs in the executor, *report* writes finished attempts in one transaction per batch, and the
+upkeep loops renew leases and notice cancellations.  ``drain`` runs the same steps without
+registering or polling, ending once no due job is left and none is running.
 """
 
 from __future__ import annotations
@@ -88,8 +88,7 @@ class Worker:
         self._claim_loop: asyncio.Task[None] | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self.dead = asyncio.Event()
-        """Set when the claim loop ended on its own: the process should exit (``rota worker``
-        does, non-zero) so that a supervisor starts a working one."""
+        """Set when the claim loop ended on its own: ``rota worker`` exits non-zero, restarted."""
         self._report_loop: asyncio.Task[None] | None = None
         self.reports = Reports(
             self.id,
@@ -349,6 +348,7 @@ class Worker:
                 return
             transition, leftover = finished.transition, finished.leftover
             if leftover is None or transition.finishes or await self._stopped(leftover):
+                finished.announce()
                 self._report(transition)
             else:
                 self._abandoned.append(run.job)
