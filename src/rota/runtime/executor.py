@@ -157,11 +157,12 @@ class Executor:
         else:
             timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
             outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timed_out))
+        transition = self._decide(job, outcome, duration, span, timed_out)
         if outcome.kind is not OutcomeKind.RELEASED:
-            return Finished(self._decide(job, outcome, duration, span, timed_out), leftover)
-        transition = self._decide(job, outcome, duration, span, log=False)
-        announce = functools.partial(self._log, job, outcome, transition, round(duration * 1000, 3))
-        return Finished(transition, leftover, announce)
+            return Finished(transition, leftover)
+        return Finished(
+            transition, leftover, functools.partial(self._log, job, outcome, transition, duration)
+        )
 
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
@@ -220,18 +221,17 @@ class Executor:
         duration: float,
         span: Any = None,
         error: BaseException | None = None,
-        log: bool = True,
     ) -> Transition:
         transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
-        if log:
-            self._log(job, outcome, transition, round(duration * 1000, 3))
+        if outcome.kind is not OutcomeKind.RELEASED:  # announced once reported (Finished)
+            self._log(job, outcome, transition, duration)
         if self.telemetry is not None:
             self.telemetry.end(span, job, outcome, transition, duration, error)
         return transition
 
-    def _log(self, job: Job, outcome: Outcome, transition: Transition, duration_ms: float) -> None:
+    def _log(self, job: Job, outcome: Outcome, transition: Transition, duration: float) -> None:
         error = outcome.error or transition.new_error
-        details: dict[str, Any] = {"duration_ms": duration_ms}
+        details: dict[str, Any] = {"duration_ms": round(duration * 1000, 3)}
         if error is not None:
             details.update(error_code=error.code, error_type=error.type, error=error.message)
         if outcome.kind is OutcomeKind.SUCCEEDED:
