@@ -185,6 +185,25 @@ def worker_on(
     return Worker(store, executor, settings, events, asyncio.to_thread)  # type: ignore[arg-type]
 
 
+def advancing(clock: VirtualClock, check: Callable[[], bool]) -> Callable[[], bool]:
+    """``check``, after moving virtual time on by a second at each look, so that back-offs and
+    intervals pass (one begun just after an advance needs the next)."""
+
+    def look() -> bool:
+        clock.advance(1.0)
+        return check()
+
+    return look
+
+
+def assert_loop_errors(caplog: pytest.LogCaptureFixture, count: int, loop: str) -> None:
+    """``count`` unexpected errors of ``loop`` were logged, each with its traceback."""
+    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
+    assert len(logged) == count
+    assert all(f"error in {loop}" in r.getMessage() for r in logged)
+    assert all(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in logged)
+
+
 def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
     virtual: tuple[Rota, VirtualClock, ThreadPoolExecutor], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -205,22 +224,14 @@ def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
             await eventually(lambda: bool(clock.deadlines()))
             clock.advance(1.0)
             await asyncio.sleep(0.01)
-
-        def a_second_later_succeeded() -> bool:
-            """The last back-off may begin after an advance made just before it: advance
-            again at each look, until the claim that follows it has run the job."""
-            clock.advance(1.0)
-            return rota.job(job_id).state is JobState.SUCCEEDED
-
-        await eventually(a_second_later_succeeded)
+        # The last back-off may begin after the advance just before it.
+        await eventually(advancing(clock, lambda: rota.job(job_id).state is JobState.SUCCEEDED))
         assert not worker.dead.is_set()
         await worker.stop(grace=0)
 
     with caplog.at_level(logging.ERROR, logger="rota.worker"):
         asyncio.run(scenario())
-    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
-    assert len(logged) == 3
-    assert all(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in logged)
+    assert_loop_errors(caplog, 3, "claim loop")
 
 
 LOOP_CALLS = [("heartbeat", "heartbeat"), ("prune", "acquire_lease"), ("report", "complete")]
@@ -244,30 +255,18 @@ def test_every_other_loop_logs_an_unexpected_error_backs_off_and_carries_on(
 
     store = Failing(rota.store, method, ZeroDivisionError(f"a bug in {method}"), failures=2)
 
-    def advanced(check: Callable[[], bool]) -> Callable[[], bool]:
-        """Move virtual time on by a second at each look, so back-offs and intervals pass."""
-
-        def look() -> bool:
-            clock.advance(1.0)
-            return check()
-
-        return look
-
     async def scenario() -> None:
         worker = worker_on(rota, clock, threads, store)
         await worker.start()
         job_id = rota.queue(noop)
-        await eventually(advanced(lambda: store.calls > 2))
-        await eventually(advanced(lambda: rota.job(job_id).state is JobState.SUCCEEDED))
+        await eventually(advancing(clock, lambda: store.calls > 2))
+        await eventually(advancing(clock, lambda: rota.job(job_id).state is JobState.SUCCEEDED))
         assert not worker.dead.is_set()
         await worker.stop(grace=0)
 
     with caplog.at_level(logging.ERROR, logger="rota.worker"):
         asyncio.run(scenario())
-    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
-    assert len(logged) == 2
-    assert all(f"error in {loop} loop" in r.getMessage() for r in logged)
-    assert all(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in logged)
+    assert_loop_errors(caplog, 2, f"{loop} loop")
 
 
 def test_the_scheduler_loop_logs_an_unexpected_error_backs_off_and_fires_the_next_tick(
@@ -291,20 +290,15 @@ def test_the_scheduler_loop_logs_an_unexpected_error_backs_off_and_fires_the_nex
         lambda: None,
     )
 
-    def ticked() -> bool:
-        clock.advance(1.0)
-        return bool(rota.counts().by_task.get("minutely"))
-
     async def scenario() -> None:
         scheduler.start()
-        await eventually(ticked)
+        await eventually(advancing(clock, lambda: bool(rota.counts().by_task.get("minutely"))))
         await scheduler.stop()
 
     with caplog.at_level(logging.ERROR, logger="rota.worker"):
         asyncio.run(scenario())
-    logged = [r for r in caplog.records if getattr(r, "event", None) == "worker.loop_error"]
-    assert len(logged) == 2 and failing.calls > 2
-    assert all("error in scheduler loop" in r.getMessage() for r in logged)
+    assert_loop_errors(caplog, 2, "scheduler loop")
+    assert failing.calls > 2
 
 
 def test_a_claim_loop_that_ends_stops_the_heartbeat_and_marks_the_worker_dead(
