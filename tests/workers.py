@@ -55,12 +55,14 @@ class Workers:
         *,
         registered: bool = True,
         command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start one worker on ``url`` (default: the test's database) and, unless told not
         to, return once it has registered itself in ``<prefix>workers``.
 
-        ``command`` replaces ``rota worker APP --grace GRACE`` (the arguments after python)."""
-        env = {
+        ``command`` replaces ``rota worker APP --grace GRACE`` (the arguments after python);
+        ``env`` adds to the workers' environment for this one."""
+        environment = {
             **os.environ,
             "ROTA_TEST_URL": url or self.db.url,
             "ROTA_TEST_PREFIX": self.db.prefix,
@@ -69,6 +71,7 @@ class Workers:
             "ROTA_TEST_POLL": str(POLL),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             **self.env,
+            **(env or {}),
         }
         arguments = command or [*ROTA_COMMAND, "worker", self.app, "--grace", str(GRACE)]
         log_path = self.logs / f"worker-{len(self.started)}.log"
@@ -76,7 +79,7 @@ class Workers:
         process = subprocess.Popen(
             [sys.executable, *arguments],
             cwd=ROOT,
-            env=env,
+            env=environment,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 from typing_extensions import Unpack
 
 from rota.config import DEFAULT_GRACE, RotaConfig, Settings, default_url
-from rota.core.clock import Clock, SystemClock
+from rota.core.clock import Clock, DatabaseClock, SystemClock
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
 from rota.enqueue import Enqueue
@@ -61,7 +61,7 @@ class Rota:
         """``settings`` are ``RotaConfig``'s fields (``concurrency``, ``table_prefix``,
         ``poll_interval`` ...), validated and frozen there, with their defaults."""
         self._config = RotaConfig(url=url or default_url(), **settings)  # type: ignore[arg-type]
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = on_time_line(clock)
         self.events = EventLog(logger, log_format)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
         self.store: Store = open_store(
@@ -297,3 +297,11 @@ class Rota:
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
         return await self._life.drain(queue)
+
+
+def on_time_line(clock: Clock | None) -> Clock:
+    """The system clock (the default) kept on the database server's time line
+    (``runtime.timeline``); any other clock, a test's, as it is."""
+    if clock is None or isinstance(clock, SystemClock):
+        return DatabaseClock(clock)
+    return clock

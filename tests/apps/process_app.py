@@ -18,6 +18,7 @@ import asyncio
 import atexit
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -120,10 +121,13 @@ def succeed(ctx: JobContext) -> None:
 
 @app.task(retries=3, retry_delay=0)
 def long_first_attempt(ctx: JobContext, seconds: float) -> None:
-    """Attempt 1 sleeps ``seconds``, ignoring ``ctx.cancelled``; later attempts are quick."""
+    """Attempt 1 waits ``seconds``, ignoring ``ctx.cancelled``; later attempts are quick.
+
+    It waits on an event nobody sets rather than ``time.sleep``, which fails (EINVAL) under the
+    libfaketime of tests/faults/test_clock_steps.py."""
     mark(ctx, "started")
     if ctx.attempt == 1:
-        time.sleep(seconds)
+        threading.Event().wait(seconds)
     mark(ctx, "finished")
 
 

@@ -3,8 +3,8 @@
 The instance ahead fires each tick 30 s early by the other's clock; the one behind must then
 find the tick taken (the schedule's next run moved on, and the unique ``(schedule, tick)``
 index), never fire it again, and never count it as missed.  Leases are not that tolerant (a
-worker far ahead would take over live jobs), so a worker compares its clock with the
-database server's at start and warns.
+worker far ahead would take over live jobs), so with the system clock a process keeps its
+clock on the database server's (``runtime.timeline``), and says when its host's is off.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from rota import JobContext, Rota
-from rota.core.clock import SystemClock, offset
-from rota.runtime.connect import check_clock
+from rota.core.clock import DatabaseClock, SystemClock
+from rota.runtime.timeline import TimeLine
 from rota.testing import FakeClock
 from tests.conftest import START, Database
 from tests.helpers import fire_in_lockstep, sql_store
@@ -70,51 +70,42 @@ class Ahead(SystemClock):
         return super().now() + SKEW
 
 
-def test_server_time_is_read_from_the_database(db: Database) -> None:
-    rota = Rota(db.url, table_prefix=db.prefix)
-    try:
-        before = datetime.now(timezone.utc)
-        server = rota.store.server_time()
-        after = datetime.now(timezone.utc)
-    finally:
-        sql_store(rota).engine.dispose()
-    if db.backend == "sqlite":
-        assert server is None
-        return
-    assert server is not None
-    # The servers run on this host: the same clock, read within one round trip.
-    assert before - timedelta(seconds=1) <= server <= after + timedelta(seconds=1)
-
-
-def test_a_worker_warns_when_its_clock_is_off_by_seconds(
+def test_a_process_on_the_system_clock_reads_the_servers_and_warns_once_of_its_skew(
     server_db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
-    rota = Rota(server_db.url, table_prefix=server_db.prefix)
+    rota = Rota(server_db.url, table_prefix=server_db.prefix, clock=Ahead())
     try:
-        with caplog.at_level(logging.WARNING, logger="rota"):
-            skew = check_clock(rota.store, Ahead(), lease_seconds=30)
-            in_step = check_clock(rota.store, SystemClock(), lease_seconds=30)
-            fake = check_clock(rota.store, FakeClock(START), lease_seconds=30)
+        assert isinstance(rota.clock, DatabaseClock), "the system clock goes on the line"
+        timeline = TimeLine(rota.store, rota.clock)
+        with caplog.at_level(logging.INFO, logger="rota"):
+            skew = timeline.measure(readings=3)
+            again = timeline.measure()
+        in_step = TimeLine(rota.store, DatabaseClock()).measure()
+        fake = TimeLine(rota.store, FakeClock(START)).measure()
+        line = rota.clock.now()
     finally:
         sql_store(rota).engine.dispose()
+    assert abs(line - datetime.now(timezone.utc)) < timedelta(seconds=1), "the server's time"
     assert skew is not None and abs(skew - SKEW) < timedelta(seconds=1)
+    assert again is not None and abs(again - SKEW) < timedelta(seconds=1)
     assert in_step is not None and abs(in_step) < timedelta(seconds=1)
     assert fake is None
     (warning,) = [r for r in caplog.records if getattr(r, "event", "") == "worker.clock_skew"]
-    # The reading is off by up to half a round trip (a first connection included), so the
-    # skew is compared within a tolerance and the message must show the measured value.
+    # The reading is off by up to half a round trip, so the skew is compared within a
+    # tolerance and the message must show the measured value.
     measured = warning.__dict__["skew_seconds"]
     assert abs(measured - SKEW.total_seconds()) < 1
     assert abs(measured - skew.total_seconds()) < 1e-6
-    message = warning.getMessage()
-    assert message.split(";")[0] == (
+    assert warning.getMessage().split(";")[0] == (
         f"this host's clock is {measured:.1f} s ahead of the database server's"
     )
-    assert "beyond 20 s ahead" in message
 
 
-def test_offset_takes_the_remote_reading_at_the_round_trips_middle() -> None:
-    sent = START
-    received = START + timedelta(milliseconds=200)
-    assert offset(sent, START + timedelta(seconds=5), received) == timedelta(seconds=4.9)
-    assert offset(sent, START + timedelta(milliseconds=100), received) == timedelta(0)
+def test_a_fake_clock_is_used_as_it_is(db: Database) -> None:
+    clock = FakeClock(START)
+    rota = Rota(db.url, table_prefix=db.prefix, clock=clock)
+    try:
+        rota.jobs()  # connects, which measures the server's clock for a system clock
+        assert rota.clock is clock and rota.clock.now() == START
+    finally:
+        sql_store(rota).engine.dispose()

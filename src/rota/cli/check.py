@@ -114,6 +114,8 @@ def examine(rota: Rota, report: Report) -> None:
     if status.problem is not None:
         report.problems.append(status.problem)
         return
+    reading = store.server_clock()  # the time line of leases, as the workers read it
+    report.checked_at = reading.remote if reading is not None else report.checked_at
     every = store.workers(EVER)
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]

@@ -1,4 +1,4 @@
-"""Start-up checks against the database: waiting for it, and comparing clocks with it.
+"""Waiting for the database at start-up and in the calls.
 
 A worker started before its database (a deploy, a failover, a host reboot) should come up on
 its own once the database answers; a caller that gave a deadline gets ``DATABASE_UNAVAILABLE``
@@ -12,19 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TypeVar
 
 from rota.core.backoff import doubling
-from rota.core.clock import Clock, SystemClock, offset
 from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError
-from rota.store.base import Store
 
 T = TypeVar("T")
 logger = logging.getLogger("rota")
 FIRST_DELAY = 0.2
 MAX_DELAY = 10.0
-SKEW_WARNING = timedelta(seconds=5)
 
 
 @dataclass
@@ -79,31 +75,3 @@ class DatabaseWait:
                 time.monotonic() - self.started,
                 extra={"event": "db.available", "attempts": self.failures + 1},
             )
-
-
-def check_clock(store: Store, clock: Clock, lease_seconds: float) -> timedelta | None:
-    """Warn when this host's clock and the database server's disagree by seconds.
-
-    Leases and ticks are computed from each host's own clock. Cron stays one job per tick
-    whatever the skew, but a worker whose clock runs ahead by more than two thirds of
-    ``lease_seconds`` sees other workers' leases as expired and runs their jobs a second time.
-    A fake or custom clock is meant to differ, so only the system clock is compared.
-    """
-    if not isinstance(clock, SystemClock):
-        return None
-    sent = clock.now()
-    remote = store.server_time()
-    received = clock.now()
-    if remote is None:
-        return None
-    skew = -offset(sent, remote, received)
-    if abs(skew) > SKEW_WARNING:
-        logger.warning(
-            "this host's clock is %.1f s %s the database server's; keep clocks in sync (NTP): "
-            "beyond %.0f s ahead, a worker takes over jobs whose leases are still live",
-            abs(skew.total_seconds()),
-            "ahead of" if skew > timedelta(0) else "behind",
-            lease_seconds * 2 / 3,
-            extra={"event": "worker.clock_skew", "skew_seconds": skew.total_seconds()},
-        )
-    return skew

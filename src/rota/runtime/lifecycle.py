@@ -23,7 +23,7 @@ from rota.config import RotaConfig
 from rota.core.model import DrainResult
 from rota.errors import StoreError, WorkerDied
 from rota.observe.otel import Telemetry
-from rota.runtime.connect import DatabaseWait, check_clock
+from rota.runtime.connect import DatabaseWait
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention
 from rota.runtime.parts import Parts
@@ -31,11 +31,13 @@ from rota.runtime.results import Completions
 from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.threads import HandlerThreads
+from rota.runtime.timeline import TimeLine
 from rota.runtime.worker import Worker
 from rota.store.urls import describe_url
 
 T = TypeVar("T")
 DB_THREADS = 3
+CONNECT_READINGS = 3
 logger = logging.getLogger("rota")
 
 
@@ -72,13 +74,17 @@ class Lifecycle:
         self._served = Served()
         self.completions = Completions()
         """Wakes this process's ``rota.result`` waiters when its worker or drain ends a job."""
+        self.timeline = TimeLine(self.store, self.clock)
 
     # -- readiness ---------------------------------------------------------------------------
 
     def ensure_ready(self) -> None:
-        """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled."""
+        """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled;
+        keep the clock on the server's time line (``runtime.timeline``)."""
         if not self._ready:
             self._wait_for_database(self.config.connect_timeout, self._connect_once)
+        elif self.timeline.stale():
+            self._measure()
 
     def _wait_for_database(
         self,
@@ -97,7 +103,14 @@ class Lifecycle:
                 self.store.migrate()
             else:
                 self.store.require_schema()
+            self._measure()
             self._ready = True
+
+    def _measure(self) -> None:
+        """Anchor the clock to the server's, from the best of a few readings (the first
+        statements on a new connection can be slow); a failed reading keeps the last one."""
+        with contextlib.suppress(StoreError):
+            self.timeline.measure(readings=CONNECT_READINGS)
 
     # -- the worker --------------------------------------------------------------------------
 
@@ -134,8 +147,6 @@ class Lifecycle:
         """What a worker needs of the database before its loops start, in one retried step."""
         self._connect_once()
         self.sync_code()
-        with contextlib.suppress(StoreError):
-            check_clock(self.store, self.clock, self.config.lease_seconds)
         worker.register()
 
     def _new_worker(self) -> Worker:
@@ -151,6 +162,7 @@ class Lifecycle:
             self.events,
             self._db_call,
             self.completions.finished,
+            self.timeline,
         )
 
     async def stop(self, grace: float) -> None:
@@ -250,6 +262,7 @@ class Lifecycle:
                 self.events,
                 asyncio.to_thread,
                 self.completions.finished,
+                self.timeline,
             )
             return await worker.drain()
         finally:

@@ -23,6 +23,7 @@ from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
 from rota.runtime.lookout import Lookout
 from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
 from rota.runtime.settings import WorkerSettings
+from rota.runtime.timeline import TimeLine
 from rota.store.base import Store
 
 DbCall = Callable[..., Awaitable[Any]]
@@ -39,9 +40,11 @@ class Upkeep:
         settings: WorkerSettings,
         alerts: TickAlerts | None = None,
         lookout: Lookout | None = None,
+        timeline: TimeLine | None = None,
     ) -> None:
         """``lookout``: the idle claim loop's outlook, which spares the rescue its query while
-        it is fresh and says no lease expired, and wakes it when one has."""
+        it is fresh and says no lease expired, and wakes it when one has; ``timeline``: measured
+        at every heartbeat, before the leases are renewed."""
         self.worker_id = worker_id
         self.store = store
         self.executor = executor
@@ -52,6 +55,7 @@ class Upkeep:
         self.max_backoff = settings.max_backoff
         self.alerts = alerts
         self.lookout = lookout
+        self.timeline = timeline
         self._expired = asyncio.Event()
         if lookout is not None:
             lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
@@ -93,11 +97,7 @@ class Upkeep:
             try:
                 job_ids = sorted(held())
                 progress = board.take(job_ids)
-                now = self.executor.clock.now()
-                until = lease_until(now, self.lease_seconds)
-                cancel, lost = await self._db(
-                    self.store.heartbeat, self.worker_id, job_ids, now, until, progress
-                )
+                cancel, lost = await self._db(self._renew, job_ids, progress)
                 for job_id in cancel:
                     interrupt(job_id, CANCEL)
                 for job_id in lost:
@@ -107,6 +107,17 @@ class Upkeep:
                 board.put_back(progress)
                 delay = min(delay, backoff.failed(error))
             await self.timer.sleep(delay)
+
+    def _renew(
+        self, job_ids: list[int], progress: list[ProgressReport]
+    ) -> tuple[set[int], set[int]]:
+        """Measure the server's clock, then renew the leases from it: a lease is written on
+        the time line every rescuer compares it on, however this host's clock was stepped."""
+        if self.timeline is not None:
+            self.timeline.measure()
+        now = self.executor.clock.now()
+        until = lease_until(now, self.lease_seconds)
+        return self.store.heartbeat(self.worker_id, job_ids, now, until, progress)
 
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
         """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook

@@ -33,6 +33,7 @@ from rota.runtime.listener import JobListener
 from rota.runtime.lookout import Lookout
 from rota.runtime.reports import Reports
 from rota.runtime.settings import WorkerSettings
+from rota.runtime.timeline import TimeLine
 from rota.runtime.upkeep import Upkeep
 from rota.store.base import Store
 from rota.store.values import Outlook
@@ -61,8 +62,10 @@ class Worker:
         events: EventLog,
         db_call: Callable[..., Awaitable[Any]],
         finished: Callable[[Sequence[int]], None] | None = None,
+        timeline: TimeLine | None = None,
     ) -> None:
-        """``finished`` hears the ids of jobs this worker wrote a final state for."""
+        """``finished`` hears the ids of jobs this worker wrote a final state for; the
+        heartbeat measures ``timeline`` before it renews leases."""
         self.store = store
         self.executor = executor
         self.settings = settings
@@ -77,7 +80,9 @@ class Worker:
         self.lookout = Lookout(self.clock, settings.poll_interval)
         self.listener = JobListener(store, self.notify, settings.max_backoff)
         self._nudged = False
-        self.upkeep = Upkeep(self.id, store, executor, db_call, settings, self.alerts, self.lookout)
+        self.upkeep = Upkeep(
+            self.id, store, executor, db_call, settings, self.alerts, self.lookout, timeline
+        )
         self._running: dict[int, Running] = {}
         self._busy = [0] * len(settings.pools)
         self._outcomes: Counter[JobState] = Counter()

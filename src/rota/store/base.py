@@ -17,6 +17,7 @@ from typing import Protocol, TypeAlias
 
 from sqlalchemy.engine import Connection
 
+from rota.core.clock import ClockReading
 from rota.core.limits import FlowLimits
 from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport, Stranded, WorkerInfo
 from rota.core.schedule_edits import Edit
@@ -291,8 +292,9 @@ class Store(Protocol):
         task and queue (sorted so), each with the reason."""
         ...
 
-    def server_time(self) -> datetime | None:
-        """The database server's clock (UTC), or ``None`` where it is this host's (SQLite)."""
+    def server_clock(self) -> ClockReading | None:
+        """A reading of the database server's clock (UTC) bracketed by this host's monotonic
+        clock, or ``None`` where it is this host's (SQLite)."""
         ...
 
     def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:

@@ -14,14 +14,13 @@ import platform
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import CompoundSelect, Executable, Row, Select, select
 from sqlalchemy.engine import URL, Connection
 
 from rota.core.backoff import doubling
-from rota.core.clock import as_utc
+from rota.core.clock import ClockReading, as_utc
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
 from rota.store.dialects.base import ConnectionSettings, default_connection_settings
@@ -121,12 +120,19 @@ class Database:
         with self.translate_errors(), self.engine.connect() as connection:
             return self.dialect.describe_server(connection)
 
-    def server_time(self) -> datetime | None:
+    def server_clock(self) -> ClockReading | None:
+        """The server's clock, bracketed around its statement alone (not the pool's checkout
+        nor the commit), so that the reading's uncertainty is that of one round trip."""
         query = self.dialect.server_time_query()
         if query is None:
             return None
-        value = self.transaction(lambda connection: connection.exec_driver_sql(query).scalar_one())
-        return as_utc(value)
+
+        def read(connection: Connection) -> ClockReading:
+            sent = time.monotonic()
+            value = connection.exec_driver_sql(query).scalar_one()
+            return ClockReading(as_utc(value), sent, time.monotonic())
+
+        return self.transaction(read)
 
     def driver(self) -> tuple[str, str]:
         """The DB-API driver's name and version, from its distribution's metadata if it has one.

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Select
 from sqlalchemy.engine import Engine
 
+from rota.core.clock import ClockReading
 from rota.core.limits import FlowLimits
 from rota.core.model import (
     Counts,
@@ -86,8 +87,8 @@ class SqlStore:
     def driver(self) -> tuple[str, str]:
         return self.database.driver()
 
-    def server_time(self) -> datetime | None:
-        return self.database.server_time()
+    def server_clock(self) -> ClockReading | None:
+        return self.database.server_clock()
 
     def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         return self._outlook.look(queues, tasks, now)

@@ -3,6 +3,7 @@ leases, stranded jobs; and the database itself: connect, migrate, schema status,
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -123,10 +124,15 @@ def test_dispose_closes_connections_and_the_next_call_opens_new_ones(store: Stor
     assert store.counts(START).total == 1
 
 
-def test_server_time_is_the_servers_clock_in_utc(store: Store, db: Database) -> None:
-    remote = store.server_time()
+def test_server_clock_is_the_servers_clock_in_utc_read_within_one_round_trip(
+    store: Store, db: Database
+) -> None:
+    sent = time.monotonic()
+    reading = store.server_clock()
+    received = time.monotonic()
     if db.backend == "sqlite":
-        assert remote is None, "SQLite runs on this host's clock"
+        assert reading is None, "SQLite runs on this host's clock"
         return
-    assert remote is not None and remote.tzinfo is not None
-    assert abs(remote - datetime.now(timezone.utc)) < MINUTE
+    assert reading is not None and reading.remote.tzinfo is not None
+    assert abs(reading.remote - datetime.now(timezone.utc)) < MINUTE
+    assert sent <= reading.sent <= reading.received <= received
