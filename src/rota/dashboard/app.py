@@ -29,7 +29,7 @@ from rota.app import Rota
 from rota.core.clock import Clock
 from rota.dashboard import metrics, views
 from rota.dashboard.editing import ScheduleEditing
-from rota.dashboard.paths import base_path, here, referrer, safe_next
+from rota.dashboard.paths import base_path, here, referrer, route_path, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
     CSRF_FIELD,
@@ -83,8 +83,9 @@ class DashboardApp:
 
     async def admit(self, request: Request, call_next: Endpoint) -> Response:
         """Requires the token or a session (when there is a token) on every path but
-        ``/login``; the metrics token opens ``/metrics`` only."""
-        relative = request.url.path[len(base_path(request)) :] or "/"
+        ``/login``; the metrics token opens ``/metrics`` only.  The path is the one the router
+        routes on (``paths.route_path``), never one rebuilt from headers."""
+        relative = route_path(request.scope) or "/"
         if relative == "/login":
             return await call_next(request)
         who = self.keys.identify(request)

@@ -295,7 +295,7 @@ def set_strict_cookie(
         path=base_path(request) or "/",
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=request.scope.get("scheme") == "https",
     )
 
 
