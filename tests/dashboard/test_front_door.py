@@ -1,28 +1,38 @@
 """The dashboard's front door, against a real uvicorn with requests written byte for byte: no
 ``Host`` value opens a page or applies an action without the token, whatever path it makes
-``request.url`` show.
+``request.url`` show; without a token only loopback host names (and ``allowed_hosts``) are
+answered, against DNS rebinding; a POST from another ``Origin`` is refused.
 
 Every route of the app is tried (``DashboardApp.routes``: a route added later is tried too),
-each POST with a CSRF token and cookie that really pair (the login form gives them to anyone),
-and after each request the database must be as it was.
+each POST with a CSRF token and cookie that really pair (the login form gives them to anyone,
+as does any page of a dashboard without a token), and after each request the database must be
+as it was.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from starlette.routing import Mount, Route
 
-from rota import JobContext, Rota
+from rota import ConfigError, JobContext, Rota
+from rota.cli import main
 from rota.dashboard import create_app
 from tests.dashboard.serving import Answer, exchange, serving
 
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)
+    from starlette.testclient import TestClient
+
 TOKEN = "front-door-token-0123456789"
 SECRET = "secret-argument-7f3a"
+CSS = "/static/dashboard.css"
 CSRF = re.compile(rb'name="csrf_token" value="([0-9a-f]+)"')
 HOSTILE_HOSTS = [
     b"x/login?",
@@ -88,17 +98,26 @@ def state(rota: Rota) -> tuple[object, ...]:
     return (store.jobs(limit=None), store.schedules.all(), store.paused_queues())
 
 
-def form_pair(base: str) -> tuple[bytes, bytes]:
-    """A CSRF cookie and the token that pairs with it, as the login form hands them out."""
-    page = exchange(base, "GET", "/login", [("Host", base.split("//")[1].encode())])
-    found = CSRF.search(page.body)
-    assert page.status == 200 and found, page
-    cookie = page.headers["set-cookie"].split(";")[0].encode()
+def form_pair(base: str, page: str) -> tuple[bytes, bytes]:
+    """A CSRF cookie and the token that pairs with it, as ``page`` (the login form, or any page
+    of a dashboard without a token) hands them out to a loopback host."""
+    answer = exchange(base, "GET", page, [("Host", authority(base))])
+    found = CSRF.search(answer.body)
+    assert answer.status == 200 and found, answer
+    cookie = answer.headers["set-cookie"].split(";")[0].encode()
     return cookie, found.group(1)
 
 
-def send(base: str, target: Target, host: bytes, cookie: bytes, csrf: bytes) -> Answer:
-    headers = [("Host", host), ("Cookie", cookie), ("Accept", b"text/html")]
+def authority(base: str) -> bytes:
+    """``127.0.0.1:port``: the ``Host`` a browser sends to the server at ``base``."""
+    return base.split("//")[1].encode()
+
+
+def send(
+    base: str, target: Target, host: bytes, pair: tuple[bytes, bytes], *extra: tuple[str, bytes]
+) -> Answer:
+    cookie, csrf = pair
+    headers = [("Host", host), ("Cookie", cookie), ("Accept", b"text/html"), *extra]
     if target.method == "GET":
         return exchange(base, "GET", target.path, headers)
     body = b"csrf_token=" + csrf + b"&queue=default&cron=5+4+*+*+*&tz=UTC&version=1&next=/"
@@ -106,20 +125,130 @@ def send(base: str, target: Target, host: bytes, cookie: bytes, csrf: bytes) -> 
     return exchange(base, "POST", target.path, [*headers, form], body)
 
 
-def test_no_host_header_opens_a_page_or_an_action_without_the_token(seeded: Seeded) -> None:
-    app = create_app(seeded.rota, token=TOKEN)
+def refusals(seeded: Seeded, hosts: list[bytes], statuses: set[int], **options: Any) -> list[str]:
+    """Each route of the dashboard ``create_app(seeded.rota, **options)`` makes, served by
+    uvicorn, asked with each of ``hosts``: the answers whose status is not among ``statuses``
+    or that show the secret (with a token, ``/login`` may also show its form or refuse a wrong
+    token, which is no leak).  The test fails at once if a request changed the database."""
+    app = create_app(seeded.rota, **options)
+    token = options.get("token") is not None
     before = state(seeded.rota)
     wrong: list[str] = []
-    with serving(app, probe="/login") as base:
-        cookie, csrf = form_pair(base)
+    with serving(app, probe="/login" if token else "/") as base:
+        pair = form_pair(base, "/login" if token else "/")
         for target in targets(app, seeded):
-            # /login is open to all: its form, or its refusal of a wrong token, is no leak.
-            allowed = {400, 401, 403} | ({200, 429} if target.path == "/login" else set())
-            for host in HOSTILE_HOSTS:
-                answer = send(base, target, host, cookie, csrf)
+            allowed = statuses | ({200, 429} if token and target.path == "/login" else set())
+            for host in hosts:
+                answer = send(base, target, host, pair)
                 where = f"{target.method} {target.path} Host: {host[:40]!r}"
                 if answer.status not in allowed or SECRET.encode() in answer.body:
                     wrong.append(f"{where}: {answer.status} {answer.body[:80]!r}")
                 if state(seeded.rota) != before:
                     pytest.fail(f"{where} changed the database ({answer.status})")
-    assert wrong == []
+    return wrong
+
+
+def test_no_host_header_opens_a_page_or_an_action_without_the_token(seeded: Seeded) -> None:
+    assert refusals(seeded, HOSTILE_HOSTS, {400, 401, 403}, token=TOKEN) == []
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(seeded: Seeded) -> None:
+    """DNS rebinding: a page whose name now resolves to 127.0.0.1 reads nothing, and its forms
+    (with a CSRF pair it read, had it been answered) change nothing."""
+    rebound = [b"rebind.attacker.example:8678", b"rebind.attacker.example", b"localhost.evil"]
+    hosts = [*rebound, b"127.0.0.1.evil.example", b"0.0.0.0:8678", b"10.0.0.5", *HOSTILE_HOSTS]
+    assert refusals(seeded, hosts, {400}) == []
+    assert refusals(seeded, [b"jobs.example.com"], {400}, token=TOKEN, allowed_hosts=[]) == []
+
+
+def test_loopback_names_and_allowed_hosts_are_answered(seeded: Seeded) -> None:
+    app = create_app(seeded.rota, allowed_hosts=["jobs.example.com", ".corp.example"])
+    with serving(app) as base:
+        port = base.rsplit(":", 1)[1]
+        loopback = ["localhost", f"localhost:{port}", "LocalHost.", f"127.0.0.1:{port}"]
+        allowed = ["127.8.0.1", f"[::1]:{port}", "[::1]", "jobs.example.com", "corp.example"]
+        for host in [*loopback, *allowed, f"a.b.corp.example:{port}"]:
+            answer = exchange(base, "GET", f"/jobs/{seeded.job}", [("Host", host.encode())])
+            assert answer.status == 200 and SECRET.encode() in answer.body, host
+        for host in ["jobs.example.com.evil", "evilcorp.example", "example.com", "[::2]"]:
+            answer = exchange(base, "GET", "/", [("Host", host.encode())])
+            assert answer.status == 400, host
+            assert b"does not answer to the host name" in answer.body, host
+            assert b"--allowed-host NAME" in answer.body and b"allowed_hosts" in answer.body
+        # HTTP/1.0 without Host: the request names the address it reached.
+        assert exchange(base, "GET", "/", [], version="HTTP/1.0").status == 200
+
+
+@pytest.mark.parametrize("token", [None, TOKEN])
+def test_a_form_posted_from_another_origin_is_refused(seeded: Seeded, token: str | None) -> None:
+    """Whatever the token, a POST whose Origin is another site's, ``null``, or this host on
+    another port or scheme changes nothing; the dashboard's own origin, or none, may post."""
+    rota = seeded.rota
+    app = create_app(rota, token=token)
+    bearer = [("Authorization", f"Bearer {TOKEN}".encode())] if token else []
+    with serving(app, probe="/login" if token else "/") as base:
+        host, port = authority(base), int(base.rsplit(":", 1)[1])
+        pair = form_pair(base, "/login" if token else "/")
+        cancel = Target("POST", f"/jobs/{seeded.job}/cancel")
+        before = state(rota)
+        origins = [b"http://rebind.attacker.example:8678", b"null", b"http://evil.example"]
+        origins += [f"http://127.0.0.1:{port + 1}".encode(), f"https://127.0.0.1:{port}".encode()]
+        origins += [f"http://localhost:{port}".encode(), b"", b"http://[::1", b"127.0.0.1"]
+        for origin in origins:
+            answer = send(base, cancel, host, pair, ("Origin", origin), *bearer)
+            assert answer.status == 403 and b"Origin" in answer.body, origin
+            assert state(rota) == before, origin
+        two = [("Origin", f"http://{host.decode()}".encode()), ("Origin", b"http://evil.example")]
+        assert send(base, cancel, host, pair, *two, *bearer).status == 403
+        assert state(rota) == before
+
+        own = ("Origin", f"http://{host.decode()}".encode())
+        assert send(base, cancel, host, pair, own, *bearer).status == 303
+        assert rota.job(seeded.job).state.value == "cancelled"
+        pause = Target("POST", "/queues/pause")
+        assert send(base, pause, host, (pair[0], b"0" * 64), *bearer).status == 403
+        assert rota.paused_queues() == []
+        assert send(base, pause, host, pair, *bearer).status == 303  # no Origin: CSRF is enough
+        assert rota.paused_queues() == ["default"]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "message"),
+    [
+        ("jobs.example.com", "a list of host names, not one string"),
+        (["http://jobs.example.com"], "allowed_hosts has 'http://jobs.example.com'"),
+        (["jobs.example.com:8678"], "without a scheme, port or path"),
+        (["jobs.example.com/rota"], "without a scheme, port or path"),
+        ([""], "allowed_hosts has ''"),
+        ([None], "allowed_hosts has None"),
+    ],
+)
+def test_allowed_hosts_that_no_host_can_match_are_config_errors(
+    rota: Rota, allowed: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        create_app(rota, allowed_hosts=allowed)
+
+
+def test_cli_allowed_hosts_from_options_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uvicorn
+
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    monkeypatch.delenv("ROTA_DASHBOARD_TOKEN", raising=False)
+    monkeypatch.setenv("ROTA_DASHBOARD_ALLOWED_HOSTS", "env.example, .env-corp.example")
+    argv = ["dashboard", "tests.dashboard.demo_app:app", "--allowed-host", "jobs.example.com"]
+    assert CliRunner().invoke(main, [*argv, "--allowed-host", "ops.example"]).exit_code == 0
+    assert CliRunner().invoke(main, argv[:2]).exit_code == 0
+    bad = CliRunner().invoke(main, [*argv[:2], "--allowed-host", "http://x.example"])
+    assert bad.exit_code == 2 and "allowed_hosts has 'http://x.example'" in bad.output
+    # The stylesheet needs no database: 401 would mean admitted (no: no token), so 200.
+    for app, good, other in [
+        (served[0], ["jobs.example.com", "ops.example", "localhost"], "env.example"),
+        (served[1], ["env.example", "a.env-corp.example"], "jobs.example.com"),
+    ]:
+        for host in good:
+            assert TestClient(app, base_url=f"http://{host}").get(CSS).status_code == 200, host
+        assert TestClient(app, base_url=f"http://{other}").get(CSS).status_code == 400

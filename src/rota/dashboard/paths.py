@@ -18,6 +18,8 @@ from urllib.parse import quote, urlsplit
 from starlette.requests import Request
 from starlette.types import Scope
 
+from rota.dashboard.hosts import same_origin
+
 PATH_SAFE = "/:@!$&'()*+,;="
 """What ``here`` leaves as it is in a path: the characters a path segment may hold unescaped."""
 
@@ -48,7 +50,10 @@ def here(request: Request) -> str:
 def safe_next(request: Request, candidate: str, fallback: str) -> str:
     """``candidate`` if it is a path inside the dashboard, else ``fallback``."""
     base = base_path(request)
-    parts = urlsplit(candidate)
+    try:
+        parts = urlsplit(candidate)
+    except ValueError:  # an unclosed [ in what would be its host
+        return fallback
     if parts.scheme or parts.netloc or not parts.path.startswith("/"):
         return fallback
     if candidate.startswith("//") or "\\" in candidate:
@@ -59,11 +64,12 @@ def safe_next(request: Request, candidate: str, fallback: str) -> str:
 
 
 def referrer(request: Request, form_next: str, fallback: str) -> str:
-    """Where to go after an action: the form's ``next``, else a same-origin Referer."""
+    """Where to go after an action: the form's ``next``, else a Referer of the dashboard's own
+    origin (``hosts.same_origin``)."""
     if form_next:
         return safe_next(request, form_next, fallback)
     referer = request.headers.get("referer", "")
+    if not same_origin(request.scope, referer):
+        return fallback
     parts = urlsplit(referer)
-    if referer and parts.netloc == request.headers.get("host"):
-        return safe_next(request, parts.path + (f"?{parts.query}" if parts.query else ""), fallback)
-    return fallback
+    return safe_next(request, parts.path + (f"?{parts.query}" if parts.query else ""), fallback)
