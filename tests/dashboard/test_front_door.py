@@ -212,6 +212,26 @@ def test_a_form_posted_from_another_origin_is_refused(seeded: Seeded, token: str
         assert rota.paused_queues() == ["default"]
 
 
+def test_an_action_goes_back_only_inside_the_dashboard(seeded: Seeded) -> None:
+    """A form's ``next`` and the ``Referer`` are user input: one that is no path inside the
+    dashboard, or a Referer of another origin, sends the browser to the action's fallback."""
+    with serving(create_app(seeded.rota)) as base:
+        host, port = authority(base), int(base.rsplit(":", 1)[1])
+        cookie, csrf = form_pair(base, "/")
+        form = [("Cookie", cookie), ("Content-Type", b"application/x-www-form-urlencoded")]
+        cases = [(b"next=//[x", b""), (b"", b"http://[::1"), (b"", b"http://evil.example/jobs")]
+        cases += [(b"", f"http://127.0.0.1:{port + 1}/jobs".encode()), (b"next=/jobs", b"")]
+        cases += [(b"", f"http://{host.decode()}/workers?x=1".encode())]
+        for n, (field, referer) in enumerate(cases):
+            action = "/queues/pause" if n % 2 == 0 else "/queues/resume"
+            headers = [("Host", host), *form, *([("Referer", referer)] if referer else [])]
+            body = b"csrf_token=" + csrf + b"&queue=default&" + field
+            answer = exchange(base, "POST", action, headers, body)
+            assert answer.status == 303, (field, referer, answer)
+            expected = {4: "/jobs", 5: "/workers?x=1"}.get(n, "/")
+            assert answer.headers["location"] == expected, (field, referer)
+
+
 @pytest.mark.parametrize(
     ("allowed", "message"),
     [
