@@ -355,7 +355,7 @@ def test_rota_job_and_rota_jobs_show_it_escaped(db: Database, rota: Rota, clock:
 
 def test_the_dashboard_shows_it_escaped(rota: Rota, clock: FakeClock) -> None:
     job_id = running_with_progress(rota, clock)
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     page = client.get(f"/jobs/{job_id}")
     assert page.status_code == 200
     assert "40% 4 of 10 &lt;b&gt;files&lt;/b&gt;" in page.text and "<b>files" not in page.text

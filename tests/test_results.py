@@ -275,7 +275,7 @@ def test_the_result_is_shown_by_rota_job_and_the_dashboard(rota: Rota, db: Datab
 
         from rota.dashboard import create_app
 
-        page = TestClient(create_app(rota)).get(f"/jobs/{job_id}")
+        page = TestClient(create_app(rota), base_url="http://localhost").get(f"/jobs/{job_id}")
     assert page.status_code == 200
     assert "<h2>Result</h2>" in page.text
     assert "東京" in page.text and "&lt;b&gt;bold&lt;/b&gt;" in page.text

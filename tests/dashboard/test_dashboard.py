@@ -91,7 +91,7 @@ def csrf(client: TestClient, path: str = "/schedules") -> str:
 
 
 def test_every_page_renders(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     overview = client.get("/")
     assert overview.status_code == 200
     assert "<svg" in overview.text and "3 succeeded, 1 failed" in overview.text
@@ -136,7 +136,7 @@ def test_every_page_renders(seeded: Seeded) -> None:
 
 
 def test_unknown_job_and_bad_queries(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     for path in ("/jobs/999999", "/jobs/abc", "/jobs/99999999999999999999999"):
         missing = client.get(path)
         assert missing.status_code == 404, path
@@ -155,7 +155,7 @@ def test_unknown_job_and_bad_queries(seeded: Seeded) -> None:
 
 
 def test_user_data_is_escaped(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     for path in (f"/jobs/{seeded.failed}", "/jobs"):
         page = client.get(path)
         assert XSS not in page.text
@@ -165,7 +165,7 @@ def test_user_data_is_escaped(seeded: Seeded) -> None:
 
 
 def test_retry_action_moves_a_failed_job_to_pending(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     page = f"/jobs/{seeded.failed}"
     token = csrf(client, page)
     response = client.post(
@@ -182,7 +182,7 @@ def test_retry_action_moves_a_failed_job_to_pending(seeded: Seeded) -> None:
     cancel = client.post(
         f"{page}/cancel",
         data={"csrf_token": token},
-        headers={"referer": "http://testserver/jobs?page=1"},
+        headers={"referer": "http://localhost/jobs?page=1"},
         follow_redirects=False,
     )
     assert cancel.status_code == 303 and cancel.headers["location"] == "/jobs?page=1"
@@ -197,7 +197,7 @@ def test_retry_action_moves_a_failed_job_to_pending(seeded: Seeded) -> None:
 
 
 def test_schedule_actions(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     token = csrf(client, "/schedules")
     rota = seeded.rota
 
@@ -220,7 +220,7 @@ def test_schedule_actions(seeded: Seeded) -> None:
 
 
 def test_pause_and_resume_a_job_and_a_queue(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     rota = seeded.rota
     waiting = rota.queue("greet", "grace", delay=3600)
     page = client.get(f"/jobs/{waiting}")
@@ -260,7 +260,7 @@ def test_pause_and_resume_a_job_and_a_queue(seeded: Seeded) -> None:
 
 
 def test_actions_need_post_and_csrf(seeded: Seeded) -> None:
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     retry = f"/jobs/{seeded.failed}/retry"
     assert client.get(retry).status_code == 405
     assert client.get("/schedules/tick/pause").status_code == 405
@@ -269,7 +269,7 @@ def test_actions_need_post_and_csrf(seeded: Seeded) -> None:
     wrong = client.post(retry, data={"csrf_token": "0" * 64}, follow_redirects=False)
     assert wrong.status_code == 403
     # A token is bound to its cookie: another browser's token does not work here.
-    other = TestClient(create_app(seeded.rota))
+    other = TestClient(create_app(seeded.rota), base_url="http://localhost")
     stolen = csrf(other)
     assert client.post(retry, data={"csrf_token": stolen}).status_code == 403
     assert seeded.rota.job(seeded.failed).state is JobState.FAILED
@@ -313,7 +313,7 @@ def test_mounted_under_a_prefix(seeded: Seeded) -> None:
     from starlette.routing import Mount
 
     host = Starlette(routes=[Mount("/admin/rota", create_app(seeded.rota))])
-    client = TestClient(host)
+    client = TestClient(host, base_url="http://localhost")
     page = client.get(f"/admin/rota/jobs/{seeded.failed}")
     assert page.status_code == 200
     assert 'href="/admin/rota/static/dashboard.css"' in page.text
@@ -342,7 +342,7 @@ def test_cli_refuses_a_public_bind_without_token(
 def test_cli_allows_loopback_and_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    from rota.cli.dashboard import is_loopback
+    from rota.dashboard.hosts import is_loopback
 
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"))
     served: list[tuple[str, int]] = []

@@ -23,7 +23,7 @@ def test_a_job_page_links_what_it_depends_on_and_what_needs_it(rota: Rota) -> No
     first, second = rota.queue(step, delay=60), rota.queue(step, delay=60)
     middle = rota.queue(step, depends_on=[second, first])
     last = rota.queue(step, depends_on=[middle])
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
 
     page = client.get(f"/jobs/{middle}")
     assert page.status_code == 200, page.text

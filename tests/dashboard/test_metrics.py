@@ -41,7 +41,7 @@ def samples(
 
 
 def test_metrics_count_jobs_workers_and_schedules(seeded: Seeded) -> None:  # noqa: F811
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -70,7 +70,7 @@ def test_metrics_count_jobs_workers_and_schedules(seeded: Seeded) -> None:  # no
 
 
 def test_openmetrics_when_the_scraper_asks_for_it(seeded: Seeded) -> None:  # noqa: F811
-    client = TestClient(create_app(seeded.rota))
+    client = TestClient(create_app(seeded.rota), base_url="http://localhost")
     accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
     response = client.get("/metrics", headers={"accept": accept})
     assert response.status_code == 200
@@ -89,7 +89,7 @@ def test_label_values_are_escaped(make_rota: Callable[..., Rota]) -> None:
     def odd(ctx: JobContext) -> None: ...
 
     rota.queue(odd)
-    response = TestClient(create_app(rota)).get("/metrics")
+    response = TestClient(create_app(rota), base_url="http://localhost").get("/metrics")
     found = samples(response.text)
     assert found[("rota_jobs_queue", (("queue", hostile), ("state", "pending")))] == 1
     assert found[("rota_jobs", (("state", "pending"),))] == 1

@@ -90,7 +90,7 @@ def test_page_memory_does_not_depend_on_payloads(db: Database) -> None:
         for size in (SMALL, BIG):
             rota = seeded(db, f"p{size}", size)
             made.append(rota)
-            client = TestClient(create_app(rota))
+            client = TestClient(create_app(rota), base_url="http://localhost")
             peaks[size] = {path: peak(client, path) for path in PAGES}
             failed = FINISHED // 100
             chart = f"{FINISHED - failed + 1} succeeded, {failed} failed"  # +1: the schedule's

@@ -85,7 +85,7 @@ def save(
 
 
 def test_the_page_shows_the_rule_its_form_a_preview_and_the_history(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     listing = client.get("/schedules")
     assert f'href="{PAGE}"' in listing.text
     page = client.get(PAGE)
@@ -104,7 +104,7 @@ def test_the_page_shows_the_rule_its_form_a_preview_and_the_history(rota: Rota) 
 
 
 def test_the_preview_gives_the_next_runs_or_the_error(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     runs = client.get("/preview", params={"cron": "0 12 * * 1-5", "tz": "America/New_York"})
     assert runs.status_code == 200
     assert "<td>2026-03-02 12:00-05:00</td><td>2026-03-02 17:00+00:00</td>" in runs.text
@@ -121,7 +121,7 @@ def test_the_preview_gives_the_next_runs_or_the_error(rota: Rota) -> None:
 
 
 def test_saving_overrides_a_code_schedule_as_the_dashboard(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     saved = save(client, "0 12 * * *", "Asia/Tokyo")
     assert saved.status_code == 303 and saved.headers["location"] == PAGE
     schedule = rota.get_schedule("tick")
@@ -146,12 +146,12 @@ def test_saving_overrides_a_code_schedule_as_the_dashboard(rota: Rota) -> None:
 
 
 def test_saving_needs_the_csrf_token(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     client.get(PAGE)
     form = {"cron": "0 12 * * *", "tz": "UTC", "version": "0"}
     assert client.post(PAGE, data=form).status_code == 403
     assert client.post(PAGE, data={**form, "csrf_token": "0" * 64}).status_code == 403
-    stolen = token_of(TestClient(create_app(rota)).get(PAGE))
+    stolen = token_of(TestClient(create_app(rota), base_url="http://localhost").get(PAGE))
     assert client.post(PAGE, data={**form, "csrf_token": stolen}).status_code == 403
     assert client.post("/schedules/tick/reset", data={"version": "0"}).status_code == 403
     assert rota.get_schedule("tick").version == 0
@@ -169,7 +169,7 @@ def test_saving_needs_the_csrf_token(rota: Rota) -> None:
 def test_a_rule_that_cannot_be_saved_is_shown_on_the_form(
     rota: Rota, cron: str, tz: str, error: str, invalid: str
 ) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     refused = save(client, cron, tz)
     assert refused.status_code == 400
     form = refused.text.split('class="edit-schedule"')[1].split("</form>")[0]
@@ -183,7 +183,7 @@ def test_a_rule_that_cannot_be_saved_is_shown_on_the_form(
 
 
 def test_a_stale_form_is_refused_and_overwrites_nothing(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     loaded = client.get(PAGE)
     with rota.acting_as("admin:ana"):
         rota.update_schedule("tick", cron="0 6 * * *")
@@ -208,7 +208,7 @@ def test_a_stale_form_is_refused_and_overwrites_nothing(rota: Rota) -> None:
 
 
 def test_reset_ends_the_override(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     assert save(client, "0 12 * * *").status_code == 303
     page = client.get(PAGE)
     (reset,) = [form for form in Forms(page.text).rows[""] if form.button == "Reset to code"]
@@ -231,7 +231,7 @@ def test_reset_ends_the_override(rota: Rota) -> None:
 
 
 def test_an_ended_schedule_shows_its_history_but_no_form(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     token = token_of(client.get(PAGE))
     assert rota.cancel("nightly")
     page = client.get("/schedules/nightly/edit")
@@ -249,7 +249,7 @@ def test_the_history_is_escaped(rota: Rota) -> None:
     with rota.acting_as(XSS):
         rota.pause("tick")
     rota.schedule("0 3 * * *", "tick", name=XSS)
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     for path in (PAGE, f"/schedules/{quote(XSS, safe='')}/edit"):
         page = client.get(path)
         assert page.status_code == 200, path
@@ -258,7 +258,7 @@ def test_the_history_is_escaped(rota: Rota) -> None:
 
 def test_a_failing_schedule_is_shown_in_red(rota: Rota) -> None:
     assert rota.store.schedules.record_tick("tick", True, 1) == "failing"
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     listing = client.get("/schedules").text
     assert '<tr id="schedule-tick" class="failing">' in listing
     assert '<tr id="schedule-nightly">' in listing
@@ -296,7 +296,7 @@ def test_editing_needs_the_token_and_records_who_it_was(rota: Rota) -> None:
 
 
 def test_pausing_from_the_dashboard_is_recorded_as_the_dashboard(rota: Rota) -> None:
-    client = TestClient(create_app(rota))
+    client = TestClient(create_app(rota), base_url="http://localhost")
     token = token_of(client.get(PAGE))
     paused = client.post(
         "/schedules/tick/pause", data={"csrf_token": token, "next": PAGE}, follow_redirects=False
@@ -325,7 +325,7 @@ def test_an_applications_user_is_the_actor(rota: Rota) -> None:
     )
     expected = ["dashboard:ana", "dashboard:bob", "dashboard:anonymous", f"dashboard:{'x' * 200}"]
     for n, actor in enumerate(expected):
-        client = TestClient(host, headers={"x-user": str(n)})
+        client = TestClient(host, headers={"x-user": str(n)}, base_url="http://localhost")
         assert save(client, f"0 {n} * * *", page="/admin" + PAGE).status_code == 303
         assert rota.schedule_history("tick")[0].actor == actor
 

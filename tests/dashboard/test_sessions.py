@@ -231,8 +231,9 @@ def test_create_app_refuses_weak_tokens(rota: Rota, options: dict[str, Any], mes
 
 
 def test_no_token_is_the_only_way_to_have_no_login(rota: Rota) -> None:
-    assert TestClient(create_app(rota, token=None)).get("/").status_code == 200
-    assert TestClient(create_app(rota)).get("/").status_code == 200
+    client = TestClient(create_app(rota, token=None), base_url="http://localhost")
+    assert client.get("/").status_code == 200
+    assert TestClient(create_app(rota), base_url="http://localhost").get("/").status_code == 200
 
 
 def serve(monkeypatch: pytest.MonkeyPatch) -> list[Any]:

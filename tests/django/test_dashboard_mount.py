@@ -115,6 +115,34 @@ def test_requests_under_the_prefix_reach_the_dashboard_and_the_rest_django(
         assert response.text == f"django {root_path}|{root_path}{elsewhere}"
 
 
+@pytest.mark.parametrize("alias", on("sqlite"))
+def test_the_dashboard_answers_to_the_host_names_of_allowed_hosts(
+    make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    """Its requests never reach Django's own check of Host, so it makes that check itself, with
+    Django's list (and its defaults under DEBUG), read at its first request."""
+    rota = make_rota(alias)
+    rota.jobs()  # its tables made
+    bearer = {"authorization": f"Bearer {TOKEN}"}
+    dashboard = {"DASHBOARD": {"PATH": "/rota/", "AUTH": "token", "TOKEN": TOKEN}}
+    with override_settings(ROTA=dashboard, ALLOWED_HOSTS=["shop.example", ".corp.example"]):
+        app = with_dashboard(django_app, rota)
+        for host in ("shop.example", "a.corp.example:8000", "localhost"):
+            assert get(app, "/rota/jobs", host=host, **bearer).status_code == 200, host
+        for host in ("evil.example", "testserver", "shop.example.evil"):
+            refused = get(app, "/rota/jobs", host=host, **bearer)
+            assert refused.status_code == 400 and "ALLOWED_HOSTS" in refused.text, host
+    with override_settings(ROTA=dashboard, ALLOWED_HOSTS=[], DEBUG=True):
+        app = with_dashboard(django_app, rota)
+        assert get(app, "/rota/jobs", host="shop.localhost", **bearer).status_code == 200
+        assert get(app, "/rota/jobs", host="shop.example", **bearer).status_code == 400
+    with (
+        override_settings(ROTA=dashboard, ALLOWED_HOSTS=["shop.example:8000"]),
+        pytest.raises(ConfigError, match=r"settings\.ALLOWED_HOSTS has 'shop\.example:8000'"),
+    ):
+        with_dashboard(django_app, rota)
+
+
 def run_lifespan(app: Any) -> list[str]:
     """What ``app`` answers a server's lifespan start-up and shut-down with."""
     sent: list[Message] = []

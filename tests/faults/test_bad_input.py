@@ -105,7 +105,7 @@ def tables_intact(db: Database) -> None:
 
 
 def client_for(rota: Rota) -> TestClient:
-    return TestClient(create_app(rota), raise_server_exceptions=False)
+    return TestClient(create_app(rota), base_url="http://localhost", raise_server_exceptions=False)
 
 
 def linked_jobs(html: str) -> set[int]:
@@ -732,9 +732,9 @@ def raw_get(app: Any, path: str) -> tuple[int, str]:
             "raw_path": path.encode("utf-8", "surrogateescape"),
             "query_string": b"",
             "root_path": "",
-            "headers": [(b"host", b"testserver")],
+            "headers": [(b"host", b"localhost")],
             "client": ("127.0.0.1", 50000),
-            "server": ("testserver", 80),
+            "server": ("localhost", 80),
         }
         await app(scope, receive, send)
         finished.set()
@@ -761,7 +761,7 @@ def test_malformed_dashboard_requests_get_4xx_pages_and_the_app_keeps_serving(
     failed = rota.queue(boom)
     rota.drain()
     app = create_app(rota)
-    client = TestClient(app, raise_server_exceptions=False)
+    client = TestClient(app, raise_server_exceptions=False, base_url="http://localhost")
 
     not_found = ["-1", "0", "abc", "1e5", "1.5", "%00", "%20", "\u00b2", "\uff11", "9" * 5000]
     not_found += ["9223372036854775808", "99999999999999999999999", f"{failed}x"]

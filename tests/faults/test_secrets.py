@@ -403,7 +403,9 @@ def test_dashboard_pages_do_not_show_the_password(account: Account, logs: Everyt
             heartbeat_at=now,
         )
     )
-    client = TestClient(create_app(rota), raise_server_exceptions=False)
+    client = TestClient(
+        create_app(rota), base_url="http://localhost", raise_server_exceptions=False
+    )
     pages = ["/", "/jobs", "/jobs?state=failed", "/jobs?queue=mail", f"/jobs/{succeeded}"]
     pages += [f"/jobs/{failed}", f"/jobs/{waiting}", "/schedules", "/workers", "/metrics"]
     pages += ["/static/dashboard.css", "/static/dashboard.js", "/login"]
@@ -425,7 +427,9 @@ def test_dashboard_pages_do_not_show_the_password(account: Account, logs: Everyt
         broken["wrong password"] = account.url(account.wrong)
     for url in broken.values():
         down = Rota(url, table_prefix=account.prefix, connect_timeout=0.5)
-        down_client = TestClient(create_app(down), raise_server_exceptions=False)
+        down_client = TestClient(
+            create_app(down), base_url="http://localhost", raise_server_exceptions=False
+        )
         for path in ("/", "/jobs", f"/jobs/{failed}", "/schedules", "/workers", "/metrics"):
             response = down_client.get(path)
             assert response.status_code == 503, path

@@ -196,7 +196,9 @@ def process_texts(process: subprocess.CompletedProcess[bytes]) -> list[str]:
 
 def pages(rota: Rota) -> list[tuple[int, str]]:
     """The dashboard's pages, as GET requests without a token."""
-    client = TestClient(create_app(rota), raise_server_exceptions=False)
+    client = TestClient(
+        create_app(rota), base_url="http://localhost", raise_server_exceptions=False
+    )
     return [(response.status_code, response.text) for response in map(client.get, PAGES)]
 
 

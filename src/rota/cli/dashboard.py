@@ -6,13 +6,14 @@ without a token: an open port on a network interface must never be an open admin
 Tokens come from a file (``--token-file``) or the environment (``$ROTA_DASHBOARD_TOKEN``):
 a command line is visible to every user of the machine in ``ps``, so ``--token`` still works
 but warns.  The metrics token, for Prometheus, comes the same ways (``--metrics-token-file``,
-``$ROTA_METRICS_TOKEN``).
+``$ROTA_METRICS_TOKEN``).  The host names it answers to beyond loopback ones come from
+``--allowed-host`` or ``$ROTA_DASHBOARD_ALLOWED_HOSTS`` (``rota.dashboard.hosts``).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
+import re
 from pathlib import Path
 
 import click
@@ -22,18 +23,8 @@ from rota.errors import ConfigError
 
 TOKEN_ENV = "ROTA_DASHBOARD_TOKEN"
 METRICS_TOKEN_ENV = "ROTA_METRICS_TOKEN"
+ALLOWED_HOSTS_ENV = "ROTA_DASHBOARD_ALLOWED_HOSTS"
 SECRET_FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine: localhost, 127.0.0.0/8 or ::1."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def read_secret(path: Path | None, env: str) -> tuple[str, str] | None:
@@ -86,6 +77,17 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     default=None,
     help=f"A second token, in this file, that opens /metrics only; or set ${METRICS_TOKEN_ENV}.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_host",
+    multiple=True,
+    envvar=ALLOWED_HOSTS_ENV,
+    show_envvar=True,
+    metavar="NAME",
+    help="Also answer to this host name (repeatable; .example.com for a domain and below, "
+    "* for any). Without a token only localhost, 127.0.0.1 and [::1] are answered; with one "
+    "and no --allowed-host, any name.",
+)
 def dashboard(
     app: str | None,
     host: str,
@@ -93,29 +95,35 @@ def dashboard(
     token_file: Path | None,
     token: str | None,
     metrics_token_file: Path | None,
+    allowed_host: tuple[str, ...],
 ) -> None:
     """Serve the web dashboard of the Rota at APP (MODULE:ATTR or PATH.py:ATTR; required
     unless an application runs this command with its own Rota, as ``manage.py rota``).
 
-    Without a token it listens on this machine only.  A token has at least 16 characters.
+    Without a token it listens on this machine only, and answers only requests whose Host is
+    localhost, 127.0.0.1 or [::1] (any other gets 400, against DNS rebinding) or a name given
+    with --allowed-host.  A token has at least 16 characters.  A form posted with an Origin
+    other than the dashboard's own (scheme, host and port) gets 403.
     """
     found = resolve_token(token, token_file)
     metrics = read_secret(metrics_token_file, METRICS_TOKEN_ENV)
+    try:
+        import uvicorn
+
+        from rota.dashboard import create_app
+        from rota.dashboard.hosts import is_loopback
+        from rota.dashboard.security import check_token
+    except ImportError as error:
+        raise click.ClickException(
+            f"the dashboard needs {error.name}: install it with pip install 'rota[dashboard]'"
+        ) from error
     if found is None and not is_loopback(host):
         raise click.UsageError(
             f"refusing to serve the dashboard on {host!r} without a token: anyone who can reach "
             f"it could retry and cancel jobs. Pass --token-file (or set {TOKEN_ENV}), or bind "
             "to 127.0.0.1."
         )
-    try:
-        import uvicorn
-
-        from rota.dashboard import create_app
-        from rota.dashboard.security import check_token
-    except ImportError as error:
-        raise click.ClickException(
-            f"the dashboard needs {error.name}: install it with pip install 'rota[dashboard]'"
-        ) from error
+    names = [name for value in allowed_host for name in re.split(r"[\s,]+", value) if name]
     try:
         for secret in (found, metrics):
             if secret is not None:
@@ -124,6 +132,7 @@ def dashboard(
             load_app(app),
             token=found[0] if found else None,
             metrics_token=metrics[0] if metrics else None,
+            allowed_hosts=names or None,
         )
     except ConfigError as error:
         raise click.UsageError(str(error)) from error

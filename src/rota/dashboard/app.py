@@ -4,12 +4,12 @@
 endpoints; ``create_app`` builds one and returns its Starlette app.  What the pages show is in
 ``rota.dashboard.views``, a schedule's page and its edits in ``rota.dashboard.editing``, what
 ``/metrics`` says in ``rota.dashboard.metrics``; the security choices are in
-``rota.dashboard.security`` and ``rota.dashboard.sessions``.
+``rota.dashboard.security``, ``rota.dashboard.sessions`` and ``rota.dashboard.hosts``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,8 @@ from rota.app import Rota
 from rota.core.clock import Clock
 from rota.dashboard import metrics, views
 from rota.dashboard.editing import ScheduleEditing
-from rota.dashboard.paths import base_path, here, referrer, safe_next
+from rota.dashboard.hosts import Hosts
+from rota.dashboard.paths import base_path, here, referrer, route_path, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
     CSRF_FIELD,
@@ -66,9 +67,10 @@ def job_id_of(request: Request) -> int:
 class DashboardApp:
     """One dashboard over ``rota``: its endpoints, and the Starlette app that routes to them."""
 
-    def __init__(self, rota: Rota, keys: Keys) -> None:
+    def __init__(self, rota: Rota, keys: Keys, hosts: Hosts) -> None:
         self.rota = rota
         self.keys = keys
+        self.hosts = hosts
         self.renderer = Renderer(self.keys)
         self.registry = metrics.registry(rota)
         self.editing = ScheduleEditing(rota, self.renderer)
@@ -76,15 +78,22 @@ class DashboardApp:
     # -- the guard -----------------------------------------------------------------------------
 
     async def guard(self, request: Request, call_next: Endpoint) -> Response:
-        """Admits a request or refuses it, and keeps every answer out of caches."""
-        response = await self.admit(request, call_next)
+        """Admits a request or refuses it (first by its ``Host`` and ``Origin``, then by its
+        credentials), and keeps every answer out of caches."""
+        refused = self.hosts.refusal(request.scope)
+        if refused is None:
+            response = await self.admit(request, call_next)
+        else:
+            status, why = refused
+            response = PlainTextResponse(f"{status} {why}\n", status, SECURITY_HEADERS)
         response.headers.update(NO_STORE)
         return response
 
     async def admit(self, request: Request, call_next: Endpoint) -> Response:
         """Requires the token or a session (when there is a token) on every path but
-        ``/login``; the metrics token opens ``/metrics`` only."""
-        relative = request.url.path[len(base_path(request)) :] or "/"
+        ``/login``; the metrics token opens ``/metrics`` only.  The path is the one the router
+        routes on (``paths.route_path``), never one rebuilt from headers."""
+        relative = route_path(request.scope) or "/"
         if relative == "/login":
             return await call_next(request)
         who = self.keys.identify(request)
@@ -357,6 +366,7 @@ def create_app(
     metrics_token: str | None = None,
     session_max_age: timedelta | float = DEFAULT_MAX_AGE,
     clock: Clock | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """A Starlette (ASGI) app serving the dashboard of ``rota``; mount it anywhere.
 
@@ -367,6 +377,11 @@ def create_app(
     other page, for Prometheus.  Sessions and the login throttle read the time from ``clock``
     (``rota.clock`` unless given).  A token that is empty or too short raises ``ConfigError``.
 
+    It answers to loopback host names (``localhost``, ``127.0.0.1``, ``[::1]``) and to those
+    ``allowed_hosts`` adds (``jobs.example.com``, ``.example.com`` for a domain, ``*`` for any),
+    any other ``Host`` getting 400; with a token and no ``allowed_hosts``, to any host name.  A
+    POST whose ``Origin`` is not the dashboard's own gets 403 (``rota.dashboard.hosts``).
+
     >>> app.mount("/rota", create_app(rota, token=os.environ["ROTA_DASHBOARD_TOKEN"]))
     """
     keys = Keys(
@@ -375,4 +390,5 @@ def create_app(
         session_max_age=session_max_age,
         clock=clock or rota.clock,
     )
-    return DashboardApp(rota, keys).starlette()
+    hosts = Hosts(allowed_hosts, token=keys.token is not None)
+    return DashboardApp(rota, keys, hosts).starlette()

@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from rota.dashboard.paths import base_path, here
+from rota.dashboard.paths import base_path, here, route_path
 from rota.dashboard.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -78,7 +78,7 @@ class Renderer:
         html = self.templates.get_template(template).render(
             **context,
             base=base_path(request),
-            path=request.url.path,
+            rel=route_path(request.scope) or "/",
             here=here(request),
             csrf_field=CSRF_FIELD,
             csrf_token=self.keys.csrf_token(nonce),

@@ -19,6 +19,10 @@ Security choices, and why:
   against the nonce inside the signed session cookie, so a token from another session (or a
   CSRF cookie planted by a sibling site) is refused.  Before login, the nonce is the CSRF
   cookie's own random value (signed double-submit), which is what the login form carries.
+* Without a token only loopback host names (and ``allowed_hosts``) are answered, against DNS
+  rebinding, and a POST from another ``Origin`` is refused, token or not
+  (``rota.dashboard.hosts``).  Nothing is decided from ``request.url``, which Starlette builds
+  from the ``Host`` header: paths come from the ASGI scope (``rota.dashboard.paths``).
 * Redirects after an action go only to a path inside the dashboard, never to a URL a request
   supplies, so an action cannot become an open redirect (``rota.dashboard.paths``).
 * A change made from the dashboard is recorded as ``dashboard:<caller>`` (``Keys.caller``): a
@@ -295,7 +299,7 @@ def set_strict_cookie(
         path=base_path(request) or "/",
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=request.scope.get("scheme") == "https",
     )
 
 

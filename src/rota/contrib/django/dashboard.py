@@ -12,8 +12,10 @@
 prefix as their ``root_path`` so every link, redirect and cookie stays under it, and everything
 else to Django. With ``AUTH`` ``"staff"`` (the default) only an active staff user's Django
 session opens it (``rota.contrib.django.staff``); with ``"token"`` the dashboard's own login
-does. The dashboard is built at its first request, not at import: the Rota is then on the
-database Django connects to by then (a test database under a test runner), as everywhere else.
+does. Either way it answers to the host names of ``ALLOWED_HOSTS`` (and loopback names): its
+requests never pass Django's own check of ``Host``. The dashboard is built at its first
+request, not at import: the Rota is then on the database Django connects to by then (a test
+database under a test runner), as everywhere else.
 
 Django's ASGI handler refuses lifespan events, which uvicorn then logs as an error; this app
 answers them itself, and at start-up prepares the project's Rota (``DjangoRota.prepare``: it
@@ -30,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rota.app import Rota
@@ -38,6 +41,8 @@ from rota.contrib.django.project import DjangoRota, get_rota, project_options
 from rota.errors import ConfigError, RotaError
 
 logger = logging.getLogger(__name__)
+
+ALLOWED_HOSTS = "settings.ALLOWED_HOSTS"
 
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
 """Django's ``ASGIHandler`` (its types are not quite Starlette's ``ASGIApp``), or any ASGI app."""
@@ -54,16 +59,32 @@ def dashboard_options() -> DashboardOptions:
     return chosen
 
 
+def allowed_hosts() -> list[str]:
+    """The host names Django answers to: ``ALLOWED_HOSTS``, or under ``DEBUG`` without one,
+    Django's own defaults.  The dashboard's requests never reach Django's check of ``Host``, so
+    the dashboard makes it itself, with the same list."""
+    if settings.DEBUG and not settings.ALLOWED_HOSTS:
+        return [".localhost", "127.0.0.1", "[::1]"]
+    return list(settings.ALLOWED_HOSTS)
+
+
 def build_dashboard(rota: Rota, chosen: DashboardOptions) -> ASGIApp:
     """The dashboard app of ``rota`` that ``chosen`` asks for."""
     from rota.dashboard import create_app
 
     if chosen.auth == "token":
-        return create_app(rota, token=chosen.token, metrics_token=chosen.metrics_token)
+        return create_app(
+            rota,
+            token=chosen.token,
+            metrics_token=chosen.metrics_token,
+            allowed_hosts=allowed_hosts(),
+        )
     from rota.contrib.django.staff import DjangoKeys, StaffOnly
     from rota.dashboard.app import DashboardApp
+    from rota.dashboard.hosts import Hosts
 
-    return StaffOnly(DashboardApp(rota, DjangoKeys(clock=rota.clock)).starlette())
+    hosts = Hosts(allowed_hosts(), token=False, setting=ALLOWED_HOSTS)
+    return StaffOnly(DashboardApp(rota, DjangoKeys(clock=rota.clock), hosts).starlette())
 
 
 class WithDashboard:
@@ -135,6 +156,9 @@ def with_dashboard(django: DjangoASGI, rota: Rota | None = None) -> WithDashboar
     The setting is read now, and its tokens checked, so a project without it, or with a token
     too short to be one, fails at start, not at a request."""
     chosen = dashboard_options()
+    from rota.dashboard.hosts import check_allowed
+
+    check_allowed(allowed_hosts(), ALLOWED_HOSTS)  # ConfigError for an entry no Host matches
     if chosen.auth == "token":
         from rota.dashboard.security import Keys
 
