@@ -186,6 +186,12 @@ class Store(Protocol):
         """The job with its ``depends_on``; ``None`` when there is no such job."""
         ...
 
+    def job_state(self, job_id: int) -> JobState | None:
+        """The job's state as ``job`` shows it (a pending job of a paused queue is ``paused``);
+        ``None`` when there is no such job.  One short read of neither its arguments nor its
+        result nor its errors, for ``rota.result`` waiters that poll an unfinished job."""
+        ...
+
     def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
         """Ids of the jobs that depend on ``job_id`` (at most ``limit``, lowest first)."""
         ...
