@@ -22,6 +22,7 @@ from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport, Stran
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import Transition
+from rota.errors import StoreError
 from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 MIGRATION_LOCK_TIMEOUT = 120.0
@@ -33,6 +34,17 @@ DEPENDENTS_LISTED = 100
 CallerConnection: TypeAlias = Connection
 """A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
+
+
+class StatementTooLarge(StoreError):
+    """A write larger than the database takes in one statement (MySQL's ``max_allowed_packet``),
+    refused by the server or found so before it was sent (``Store.complete``): repeating it as
+    it is cannot succeed.  ``job_ids`` names the jobs whose outcome alone is too large, when
+    known; none when the server refused a statement of several, which smaller ones may pass."""
+
+    def __init__(self, message: str, *, job_ids: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.job_ids = tuple(job_ids)
 
 
 class NewJobSignal(Protocol):
@@ -147,7 +159,10 @@ class Store(Protocol):
         kept even when no heartbeat came between it and the end).
 
         Each one applies only if its job is still ``running`` under that worker's lease; the
-        count of those that applied is returned.
+        count of those that applied is returned.  Every statement stays below what the server
+        takes in one (results are grouped by their size as sent); a result too large for any
+        statement is a ``StatementTooLarge`` naming its job, raised before anything is written,
+        as is the server's refusal of a statement (naming none).
         """
         ...
 
