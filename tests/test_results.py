@@ -144,6 +144,7 @@ BAD_RESULTS: dict[str, Callable[[], Any]] = {
     "object": Opaque,
     "nan": lambda: float("nan"),
     "big": lambda: "x" * 2_000,
+    "wide": lambda: "\U0001f600" * 300,  # 302 characters as JSON, but 1,202 bytes
     "deep": lambda: _nested(150),
     "surrogate": lambda: "\ud800",
 }
@@ -182,6 +183,7 @@ def test_a_result_that_cannot_be_kept_fails_the_attempt_without_retry(
         (error,) = job.errors
         assert (error.code, error.type) == ("INVALID_RESULT", "rota.errors.InvalidResult"), name
     assert "over the 1000 limit" in rota.job(ids["big"]).errors[0].message
+    assert "1202 bytes as JSON" in rota.job(ids["wide"]).errors[0].message
     assert "set" in rota.job(ids["set"]).errors[0].message
     with pytest.raises(JobFailed) as raised:
         rota.result(ids["object"])
