@@ -147,3 +147,28 @@ def test_spans_are_made_only_once_a_tracer_provider_is_set(tmp_path: Path) -> No
     flags, names = ran.stdout.splitlines()
     assert flags == "True True"
     assert names == str(["rota enqueue", "rota run noop", "rota run noop"])
+
+
+def test_an_unprintable_exception_is_recorded_on_its_span(
+    make_rota: Callable[..., Rota],
+) -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    rota = make_rota(tracer_provider=tracer_provider)
+
+    class Unprintable(ValueError):
+        def __str__(self) -> str:
+            raise RuntimeError("no text for you")
+
+    @rota.task(retries=1)
+    def broken(ctx: JobContext) -> None:
+        raise Unprintable
+
+    rota.queue(broken)
+    assert rota.drain().retried == 1
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "rota run broken"]
+    (event,) = span.events
+    assert event.name == "exception" and event.attributes is not None
+    assert str(event.attributes["exception.message"]).startswith("<unprintable Unprintable")
+    assert "raise Unprintable" in str(event.attributes["exception.stacktrace"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import event
 
 from rota import (
     InvalidArguments,
@@ -35,7 +37,7 @@ from rota.cli import main
 from rota.core.model import Job
 from rota.testing import VirtualClock
 from tests.conftest import START, Database
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 VALUES: dict[str, Any] = {
     "dict": {"sent": 3, "ids": [1, 2, 3], "nested": {"ok": True, "none": None}},
@@ -49,17 +51,17 @@ VALUES: dict[str, Any] = {
 
 
 def count_reads(rota: Rota, clock: VirtualClock | None = None) -> list[datetime | None]:
-    """Record each read of a job through the store (the waiter's only query) and when."""
+    """Record each read of a job's state through the store (the waiter's poll) and when."""
     reads: list[datetime | None] = []
-    read = rota.store.job
+    read = rota.store.job_state
 
-    def counted(job_id: int) -> Job | None:
+    def counted(job_id: int) -> JobState | None:
         moment = clock.now() if clock else None
         found = read(job_id)
         reads.append(moment)  # once read: a test waiting for it knows the read is over
         return found
 
-    rota.store.job = counted  # type: ignore[method-assign]
+    rota.store.job_state = counted  # type: ignore[method-assign]
     return reads
 
 
@@ -142,6 +144,7 @@ BAD_RESULTS: dict[str, Callable[[], Any]] = {
     "object": Opaque,
     "nan": lambda: float("nan"),
     "big": lambda: "x" * 2_000,
+    "wide": lambda: "\U0001f600" * 300,  # 302 characters as JSON, but 1,202 bytes
     "deep": lambda: _nested(150),
     "surrogate": lambda: "\ud800",
 }
@@ -180,6 +183,7 @@ def test_a_result_that_cannot_be_kept_fails_the_attempt_without_retry(
         (error,) = job.errors
         assert (error.code, error.type) == ("INVALID_RESULT", "rota.errors.InvalidResult"), name
     assert "over the 1000 limit" in rota.job(ids["big"]).errors[0].message
+    assert "1202 bytes as JSON" in rota.job(ids["wide"]).errors[0].message
     assert "set" in rota.job(ids["set"]).errors[0].message
     with pytest.raises(JobFailed) as raised:
         rota.result(ids["object"])
@@ -254,6 +258,63 @@ def test_a_waiter_backs_off_while_it_polls(make_rota: Callable[..., Rota]) -> No
     offsets = [round((moment - START).total_seconds(), 3) for moment in reads if moment]
     polls = [0.0, 0.05, 0.15, 0.35, 0.75, *(1.55 + n for n in range(9)), 10.0]
     assert offsets == polls, "50 ms doubling up to the poll interval, then the timeout"
+
+
+def test_a_waiter_polls_the_state_alone_and_reads_the_whole_job_once(
+    make_rota: Callable[..., Rota],
+) -> None:
+    """Twenty waiters on a job of a mebibyte must not read a mebibyte each at every poll."""
+    clock = VirtualClock(START)
+    rota = make_rota(clock=clock, poll_interval=1.0)
+    large = "é" * 100_000
+
+    @rota.task
+    def echo(ctx: JobContext, text: str) -> str:
+        return text
+
+    job_id = rota.queue(echo, large)
+    jobs_table = sql_store(rota).schema.jobs.name
+    polls: list[str] = []
+
+    def record(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
+    ) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and jobs_table in statement:
+            polls.append(statement)
+
+    full_reads: list[int] = []
+    read = rota.store.job
+
+    def counted(job_id: int) -> Job | None:
+        full_reads.append(job_id)
+        return read(job_id)
+
+    def sleeping_after(read: int) -> bool:
+        return len(polls) >= read and len(clock.deadlines()) >= 1
+
+    async def scenario() -> Any:
+        waiter = asyncio.ensure_future(rota.aresult(job_id))
+        for read in (1, 2, 3):
+            await eventually(partial(sleeping_after, read))
+            clock.set(clock.deadlines()[0])
+        await eventually(partial(sleeping_after, 4))
+        polled = list(polls)
+        assert not waiter.done()
+        assert (await rota.adrain()).succeeded == 1
+        return polled, await asyncio.wait_for(waiter, 10)
+
+    engine = sql_store(rota).engine
+    rota.store.job = counted  # type: ignore[method-assign]
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        polled, result = asyncio.run(scenario())
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert len(polled) == 4
+    for statement in polled:
+        assert not re.search(r"\b(payload|result|errors)\b", statement), statement
+    assert result == large
+    assert full_reads == [job_id], "the whole job is read once, when it is final"
 
 
 def test_the_result_is_shown_by_rota_job_and_the_dashboard(rota: Rota, db: Database) -> None:

@@ -238,7 +238,10 @@ class Rota:
         job_id = control.job_id(job_id)
         await asyncio.to_thread(self._life.ensure_ready)
         completions, poll = self._life.completions, self.config.poll_interval
-        return await results.wait(self.store.job, self.clock, completions, poll, job_id, timeout)
+        store = self.store
+        return await results.wait(
+            store.job_state, store.job, self.clock, completions, poll, job_id, timeout
+        )
 
     def cancel(self, id: int | str) -> bool:
         """Cancel a job (int id) or a schedule (its name); ``False`` if there is none or it had

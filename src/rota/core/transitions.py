@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
-from rota.core.backoff import RetryPolicy, retry_delay
+from rota.core.backoff import RetryPolicy, qualified, retry_delay
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.values import LATEST
+from rota.errors import InvalidResult
 
 EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
     {
@@ -144,6 +145,23 @@ def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> 
         message=f"worker {job.lease_owner} stopped renewing its lease",
     )
     return _retry_or_fail(job, (*job.errors, lost), True, now, policy, rng, 0.0)
+
+
+def unwritable(job: Job, transition: Transition, message: str) -> Transition:
+    """A success whose result the database will not store (too large for any statement): the
+    attempt fails after all, with ``INVALID_RESULT`` and no retry, as for a result over
+    ``max_result_bytes`` (the handler would return the same again); earlier errors are kept."""
+    error = AttemptError(
+        attempt=transition.attempt,
+        at=transition.at,
+        code=InvalidResult.code,
+        type=qualified(InvalidResult),
+        message=message,
+    )
+    errors = (*job.errors, error)
+    return Transition(
+        job.id, JobState.RUNNING, JobState.FAILED, transition.attempt, transition.at, errors=errors
+    )
 
 
 def manual_retry(job: Job, now: datetime) -> Transition:

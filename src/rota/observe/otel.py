@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from rota.core.model import Job
+from rota.core.model import AttemptError, Job
 from rota.core.transitions import Outcome, OutcomeKind, Transition
 
 TRACEPARENT = "traceparent"
@@ -105,11 +105,28 @@ class Telemetry:
         span.set_attribute("rota.outcome", outcome.kind.value)
         span.set_attribute("rota.next_state", transition.target.value)
         if failed:
-            if error is not None:
-                span.record_exception(error)
+            if error is not None and outcome.error is not None:
+                _record_exception(span, error, outcome.error)
             message = outcome.error.message if outcome.error else outcome.kind.value
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         span.end()
+
+
+def _record_exception(span: Any, error: BaseException, recorded: AttemptError) -> None:
+    """The span's ``exception`` event; for an exception whose ``__str__`` raises (which the SDK
+    calls), the same event made of what the attempt recorded (``rota.core.failures``)."""
+    try:
+        span.record_exception(error)
+    except Exception:
+        span.add_event(
+            "exception",
+            {
+                "exception.type": recorded.type,
+                "exception.message": recorded.message,
+                "exception.stacktrace": recorded.traceback,
+                "exception.escaped": "False",
+            },
+        )
 
 
 def _attributes(job: Job) -> dict[str, Any]:

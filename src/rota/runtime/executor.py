@@ -27,6 +27,7 @@ from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
 from rota.context import JobContext
 from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
+from rota.core.failures import message_of
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
 from rota.errors import (
@@ -204,13 +205,14 @@ class Executor:
             code = shown.code
         else:
             code = FailedByHandler.code if isinstance(shown, Fail) else ExecutionFailed.code
+        # traceback formats an exception whose __str__ raises with a placeholder of its own.
         formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
         return AttemptError(
             attempt=job.attempt,
             at=self.clock.now(),
             code=code,
             type=f"{type(shown).__module__}.{type(shown).__qualname__}",
-            message=(str(shown) or repr(shown))[:MAX_MESSAGE],
+            message=message_of(shown)[:MAX_MESSAGE],
             traceback=formatted[-MAX_TRACEBACK:],
         )
 
@@ -319,4 +321,4 @@ def _shown(exc: BaseException) -> BaseException:
 
 
 def _exit(exc: BaseException) -> HandlerExit:
-    return HandlerExit(f"handler raised {type(exc).__name__}({exc})")
+    return HandlerExit(f"handler raised {type(exc).__name__}({message_of(exc)})")

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rota.context import JobContext
 from rota.core.backoff import lineage
+from rota.core.failures import message_of
 from rota.errors import ConfigError, ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
 from rota.runtime import results
@@ -369,7 +370,7 @@ def _record(exc: BaseException) -> dict[str, Any]:
     kind = type(exc)
     record: dict[str, Any] = {
         "type": f"{kind.__module__}.{kind.__qualname__}",
-        "message": str(exc) or repr(exc),
+        "message": message_of(exc),
         "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
         "code": exc.code if isinstance(exc, RotaError) else "",
         # The script a worker runs is ``__mp_main__`` here: its classes match ``__main__``'s.

@@ -5,23 +5,41 @@ until the batch holding it is written; on stop whatever is left is written befor
 unregisters, with a bounded number of tries.  Once a batch is written, ``finished`` hears the
 ids of its jobs that reached a final state, so that ``rota.result`` waiters of this process
 wake at once instead of at their next poll.
+
+A write that fails is never repeated as it was, so that one batch cannot wedge the reporting
+of every later one.  A batch the database refuses (``StatementTooLarge``: larger than MySQL's
+``max_allowed_packet``; ``InvalidArguments``: a value it will not store) is halved at once.  A
+lost connection halves it too: at once if the database answers a read of the job meanwhile
+(the server cut off an over-large statement, as MariaDB does one far over its limit), after the
+usual back-off if not (it is down; smaller batches cost nothing then).  Each batch written
+doubles the size allowed again.  One job that cannot be written even alone does not hold back
+the others: a success whose result is refused fails instead (``INVALID_RESULT``, not retried,
+as a result over ``max_result_bytes`` does), any other outcome is given up, logged, and its job
+left to lease expiry and a rescue.  Alone, a job whose write loses the connection while the
+database answers is struck and sent after the others; at ``STRIKES`` it is taken as refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rota.core.clock import Clock
-from rota.core.transitions import Transition
+from rota.core.model import Job, JobState
+from rota.core.transitions import Transition, unwritable
+from rota.errors import InvalidArguments, StoreError, TransientStoreError
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.progress import ProgressBoard
 from rota.runtime.timer import Timer
-from rota.store.base import Store
+from rota.store.base import StatementTooLarge, Store
 
 FINAL_REPORT_ATTEMPTS = 8
+STRIKES = 3
+"""Lost connections of a job's write alone, the database answering in between, before that
+write is taken as refused."""
 logger = logging.getLogger("rota.worker")
 
 
@@ -51,12 +69,18 @@ class Reports:
         self.written = written
         self.progress = progress
         self.pending: list[Transition] = []
+        self._jobs: dict[int, Job] = {}
         self._writing: Sequence[Transition] = ()
+        self._batch: int | None = None
+        """The most outcomes the next batch may hold (``None``: all), halved by failures."""
+        self._strikes: Counter[int] = Counter()
         self._wake = asyncio.Event()
         self._closing = False
 
-    def add(self, transition: Transition) -> None:
+    def add(self, transition: Transition, job: Job) -> None:
+        """``transition`` ends the attempt of ``job`` (as claimed): write it."""
         self.pending.append(transition)
+        self._jobs[job.id] = job
         self._wake.set()
 
     def held(self) -> list[int]:
@@ -95,9 +119,24 @@ class Reports:
                 return
 
     async def flush(self) -> None:
-        batch, self.pending = self.pending, []
-        if not batch:
-            return
+        """Write every pending outcome, in batches the database takes; raise when a write
+        fails for another reason than its size (the database is down, say: back off)."""
+        while self.pending:
+            await self._write(self._next_batch())
+        self._batch = None
+
+    def _next_batch(self) -> list[Transition]:
+        """The first outcomes, up to the batch size and before any struck job's, which goes
+        alone."""
+        batch: list[Transition] = []
+        for transition in self.pending[: self._batch or len(self.pending)]:
+            if self._strikes[transition.job_id]:
+                return batch or [transition]
+            batch.append(transition)
+        return batch
+
+    async def _write(self, batch: list[Transition]) -> None:
+        self.pending = self.pending[len(batch) :]
         self._writing = batch
         ended = {transition.job_id for transition in batch}
         progress = self.progress.take_ended(ended) if self.progress is not None else []
@@ -105,13 +144,110 @@ class Reports:
             applied = await self._db(
                 self.store.complete, self.worker_id, batch, self.clock.now(), progress
             )
-        except BaseException:
+        except BaseException as error:
             self.pending[:0] = batch
             if self.progress is not None:
                 self.progress.put_back(progress)
+            if isinstance(error, (StatementTooLarge, InvalidArguments)):
+                self._refused(batch, error)
+                return
+            if isinstance(error, TransientStoreError) and await self._lost(batch, error):
+                return
             raise
         finally:
             self._writing = ()
+        for transition in batch:
+            self._jobs.pop(transition.job_id, None)
+            self._strikes.pop(transition.job_id, None)
+        if self._batch is not None:
+            self._batch *= 2
+        await self._announce(batch, applied)
+
+    def _refused(
+        self, batch: list[Transition], error: StatementTooLarge | InvalidArguments
+    ) -> None:
+        """Give up the jobs the store named as too large, or halve the batch, or give up its
+        one job."""
+        named = error.job_ids if isinstance(error, StatementTooLarge) else ()
+        too_large = [transition for transition in batch if transition.job_id in named]
+        if too_large:
+            for transition in too_large:
+                self._give_up(transition, error)
+        elif len(batch) > 1:
+            self._halve(batch, error)
+        else:
+            self._give_up(batch[0], error)
+
+    async def _lost(self, batch: list[Transition], error: TransientStoreError) -> bool:
+        """A write that lost the connection: when the database answers a read meanwhile, the
+        write itself is the likely cause (a server cutting off an over-large statement), so the
+        batch is halved, or its one job struck and sent after the others, and the writing goes
+        on at once; when it does not answer, the database is down: the batch is halved all the
+        same and the writer backs off.  Whether to go on at once.  A deadlock or lock-wait
+        timeout (``rolled_back``, already repeated by the store) is neither."""
+        if error.rolled_back:
+            return False
+        try:
+            await self._db(self.store.job_state, batch[0].job_id)
+        except StoreError:
+            answers = False
+        else:
+            answers = True
+        if len(batch) > 1:
+            self._halve(batch, error)
+            return answers
+        if not answers:
+            return False
+        (transition,) = batch
+        self._strikes[transition.job_id] += 1
+        if self._strikes[transition.job_id] >= STRIKES:
+            self._give_up(transition, error)
+        else:
+            self.pending.remove(transition)
+            self.pending.append(transition)  # after the others, which it must not hold back
+        return True
+
+    def _halve(self, batch: list[Transition], error: Exception) -> None:
+        self._batch = (len(batch) + 1) // 2
+        logger.warning(
+            "writing %d finished jobs failed (%s: %s); writing them in batches of %d",
+            len(batch),
+            type(error).__name__,
+            error,
+            self._batch,
+            extra={"event": "worker.report_split"},
+        )
+
+    def _give_up(self, transition: Transition, error: Exception) -> None:
+        """Write ``transition``'s job failed instead when it carries a result (the failure,
+        small, takes its place), or let its lease expire."""
+        index = self.pending.index(transition)
+        self._strikes.pop(transition.job_id, None)
+        job = self._jobs.get(transition.job_id)
+        if job is not None and transition.target is JobState.SUCCEEDED and transition.result:
+            size = len(transition.result.encode("utf-8", "surrogatepass"))
+            message = f"the result ({size} bytes as JSON) could not be written: {error}"
+            self.pending[index] = unwritable(job, transition, message)
+            logger.error(
+                "job %d succeeded but the database refuses its result; it fails with "
+                "INVALID_RESULT instead: %s",
+                transition.job_id,
+                message,
+                extra={"event": "worker.result_unwritable", "job_id": transition.job_id},
+            )
+            return
+        del self.pending[index]
+        self._jobs.pop(transition.job_id, None)
+        logger.error(
+            "giving up writing the outcome of job %d (%s: %s); its lease will expire and it "
+            "will run again",
+            transition.job_id,
+            type(error).__name__,
+            error,
+            extra={"event": "worker.report_dropped", "job_id": transition.job_id},
+        )
+
+    async def _announce(self, batch: Sequence[Transition], applied: int) -> None:
         if self.finished is not None:
             self.finished([transition.job_id for transition in batch if transition.finishes])
         if self.written is not None:

@@ -4,8 +4,10 @@ A result is checked where it is made (in the handler's thread, task or child pro
 value that is not JSON, or larger than ``max_result_bytes``, fails that attempt with
 ``INVALID_RESULT`` instead of failing the batched write that carries other jobs' outcomes.
 
-A waiter reads the job, then sleeps: 50 ms at first, doubling up to the instance's poll
-interval, so a long wait costs a read per poll interval, not a busy loop.  It is woken at once
+A waiter reads the job's state alone (``Store.job_state``: never its arguments or its result,
+which may be a mebibyte each), then sleeps: 50 ms at first, doubling up to the instance's poll
+interval, so a long wait costs a short read per poll interval, not a busy loop; the whole job
+is read once, when its state is final.  It is woken at once
 when a worker or a drain of this process writes the job's final state (``Completions``, which
 the worker's report writer signals); a job finished elsewhere is seen at the next read.  Its
 sleeps and its timeout follow the instance's clock (``Timer``), so a ``VirtualClock`` drives
@@ -105,6 +107,7 @@ def outside_event_loop(call: str, instead: str) -> None:
 
 
 async def wait(
+    read_state: Callable[[int], JobState | None],
     read: Callable[[int], Job | None],
     clock: Clock,
     completions: Completions,
@@ -113,7 +116,8 @@ async def wait(
     timeout: float | timedelta | None,
 ) -> Any:
     """The result of job ``job_id`` once it is final (``outcome``); ``ResultTimeout`` after
-    ``timeout`` seconds (a ``timedelta`` too); ``JobNotFound`` if there is no such job."""
+    ``timeout`` seconds (a ``timedelta`` too); ``JobNotFound`` if there is no such job.
+    ``read_state`` reads the job's state, ``read`` the whole job once that state is final."""
     if timeout is not None:
         timeout = values.seconds(timeout, InvalidArguments, "timeout")
     timer = Timer(clock)
@@ -130,15 +134,16 @@ async def wait(
             polls = 0
             while True:
                 woken.clear()
-                job = await asyncio.to_thread(read, job_id)
-                if job is None:
+                state = await asyncio.to_thread(read_state, job_id)
+                if state is not None and state.is_final:
+                    job = await asyncio.to_thread(read, job_id)
+                    if job is not None and job.state.is_final:
+                        return outcome(job)
+                    state = job.state if job is not None else None  # retried or pruned since
+                if state is None:
                     raise JobNotFound(f"job {job_id} does not exist")
-                if job.state.is_final:
-                    return outcome(job)
                 if deadline is not None and deadline.done():
-                    raise ResultTimeout(
-                        f"job {job_id} is still {job.state.value} after {timeout:g} s"
-                    )
+                    raise ResultTimeout(f"job {job_id} is still {state.value} after {timeout:g} s")
                 polls += 1
                 poll = timer.after(doubling(FIRST_POLL, poll_interval, polls))
                 signal = asyncio.ensure_future(woken.wait())

@@ -354,7 +354,7 @@ class Worker:
             transition, leftover = finished.transition, finished.leftover
             if leftover is None or transition.finishes or await self._stopped(leftover):
                 finished.announce()
-                self._report(transition)
+                self._report(run.job, transition)
             else:
                 self._abandoned.append(run.job)
             if leftover is not None and transition.finishes:
@@ -366,14 +366,14 @@ class Worker:
             if self._draining or self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
                 self._wake.set()
 
-    def _report(self, transition: Transition) -> None:
-        run = self._running.get(transition.job_id)
-        if run is not None:
-            self.alerts.note(run.job, transition)
-        self.reports.add(transition)
-        self._outcomes[transition.target] += 1
+    def _report(self, job: Job, transition: Transition) -> None:
+        self.alerts.note(job, transition)
+        self.reports.add(transition, job)
 
     async def _written(self, batch: Sequence[Transition]) -> None:
+        """Outcomes are counted as written: a success whose result the database refused is
+        written failed (``reports``)."""
+        self._outcomes.update(transition.target for transition in batch)
         ticks = self.alerts.written(batch)
         if ticks:
             await self._db(self.alerts.record, ticks)

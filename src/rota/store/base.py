@@ -23,6 +23,7 @@ from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport, Stran
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import Transition
+from rota.errors import StoreError
 from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
 
 MIGRATION_LOCK_TIMEOUT = 120.0
@@ -34,6 +35,17 @@ DEPENDENTS_LISTED = 100
 CallerConnection: TypeAlias = Connection
 """A transaction the caller holds open (a SQLAlchemy ``Connection`` inside ``begin()``), for
 ``queue(connection=...)``: the jobs it receives exist only if that transaction commits."""
+
+
+class StatementTooLarge(StoreError):
+    """A write larger than the database takes in one statement (MySQL's ``max_allowed_packet``),
+    refused by the server or found so before it was sent (``Store.complete``): repeating it as
+    it is cannot succeed.  ``job_ids`` names the jobs whose outcome alone is too large, when
+    known; none when the server refused a statement of several, which smaller ones may pass."""
+
+    def __init__(self, message: str, *, job_ids: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.job_ids = tuple(job_ids)
 
 
 class NewJobSignal(Protocol):
@@ -148,7 +160,10 @@ class Store(Protocol):
         kept even when no heartbeat came between it and the end).
 
         Each one applies only if its job is still ``running`` under that worker's lease; the
-        count of those that applied is returned.
+        count of those that applied is returned.  Every statement stays below what the server
+        takes in one (results are grouped by their size as sent); a result too large for any
+        statement is a ``StatementTooLarge`` naming its job, raised before anything is written,
+        as is the server's refusal of a statement (naming none).
         """
         ...
 
@@ -185,6 +200,12 @@ class Store(Protocol):
 
     def job(self, job_id: int) -> Job | None:
         """The job with its ``depends_on``; ``None`` when there is no such job."""
+        ...
+
+    def job_state(self, job_id: int) -> JobState | None:
+        """The job's state as ``job`` shows it (a pending job of a paused queue is ``paused``);
+        ``None`` when there is no such job.  One short read of neither its arguments nor its
+        result nor its errors, for ``rota.result`` waiters that poll an unfinished job."""
         ...
 
     def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:

@@ -57,6 +57,7 @@ class Database:
         self.engine = self.dialect.create_engine(self.url, self.connection)
         self.table_prefix = table_prefix
         self.schema = build_schema(table_prefix)
+        self._statement_limit: int | None = None
 
     @property
     def where(self) -> str:
@@ -103,6 +104,13 @@ class Database:
                 else:
                     raise
             attempt += 1
+
+    def statement_limit(self, connection: Connection) -> int:
+        """The most bytes one statement may hold (``Dialect.statement_limit``), read from the
+        server through ``connection`` the first time it is asked for, then kept."""
+        if self._statement_limit is None:
+            self._statement_limit = self.dialect.statement_limit(connection)
+        return self._statement_limit
 
     def fetch(self, query: Select[Unpack[Ts]]) -> list[Row[Unpack[Ts]]]:
         """Every row of one read, in a transaction of its own."""

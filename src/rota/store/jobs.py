@@ -24,6 +24,7 @@ from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
 from rota.store.rows import RUNNING, WAITING, errors_json, job_values, set_only, to_job
+from rota.store.sizes import by_size
 
 
 class SqlJobs:
@@ -185,20 +186,24 @@ class SqlJobs:
     ) -> int:
         """Successes without a result share one UPDATE, those with one share an UPDATE whose
         ``CASE`` gives each row its result (a statement a row would multiply the round trips of
-        a report, and with them its chances of meeting a dropped connection); every other
-        transition writes its own row."""
+        a report, and with them its chances of meeting a dropped connection), as many as the
+        server takes in one statement (``sizes``); every other transition writes its own row."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         finished = {**released, "unique_key": None}
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied = 0
         succeeded = [t for t in transitions if t.target is JobState.SUCCEEDED]
+        with_results = [t for t in succeeded if t.result is not None]
+        groups = (
+            by_size(with_results, self.database.statement_limit(connection)) if with_results else []
+        )
         plain = [t.job_id for t in succeeded if t.result is None]
         if plain:
             applied += connection.execute(
                 update(jobs).where(jobs.c.id.in_(plain), guard).values(success)
             ).rowcount
-        for chunk in _by_size([t for t in succeeded if t.result is not None]):
+        for chunk in groups:
             results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
             ids = [t.job_id for t in chunk]
             applied += connection.execute(
@@ -341,22 +346,3 @@ class SqlJobs:
         that changed nothing answers."""
         found = connection.execute(select(self.table.c.id).where(self.table.c.id == job_id))
         return False if found.first() is not None else None
-
-
-RESULTS_PER_STATEMENT_BYTES = 4 * 1024 * 1024
-"""How much result text one UPDATE carries at most: well under the smallest default
-``max_allowed_packet`` (16 MiB on MariaDB, 64 MiB on MySQL 8)."""
-
-
-def _by_size(transitions: Sequence[Transition]) -> list[list[Transition]]:
-    """``transitions`` in runs whose results add up to at most one statement's share."""
-    chunks: list[list[Transition]] = []
-    size = 0
-    for transition in transitions:
-        length = len(transition.result or "")
-        if not chunks or size + length > RESULTS_PER_STATEMENT_BYTES:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(transition)
-        size += length
-    return chunks

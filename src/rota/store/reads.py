@@ -1,4 +1,4 @@
-"""What inspection asks of the jobs table: one job, a list, waiting queues and
+"""What inspection asks of the jobs table: one job, its state alone, a list, waiting queues and
 the pending jobs by task and queue, each answered by the database in one query.
 
 Listings and charts read summaries and aggregates, never the ``payload`` column: a page's
@@ -58,6 +58,17 @@ class SqlReads:
             return replace(job, depends_on=self.dependencies.depends_on(connection, job_id))
 
         return self.database.transaction(work)
+
+    def job_state(self, job_id: int) -> JobState | None:
+        """The state alone, and whether the job's queue is paused, in one statement."""
+        if not 0 < job_id <= MAX_JOB_ID:
+            return None
+        jobs = self.table
+        paused = jobs.c.queue.in_(paused_names(self.database.schema.queues))
+        query = select(jobs.c.state, jobs.c.queue, paused).where(jobs.c.id == job_id)
+        for state, queue, in_paused_queue in self.database.fetch(query):
+            return seen_state(JobState(state), queue, [queue] if in_paused_queue else [])
+        return None
 
     def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
         if not 0 < job_id <= MAX_JOB_ID:

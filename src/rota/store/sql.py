@@ -191,6 +191,9 @@ class SqlStore:
     def job(self, job_id: int) -> Job | None:
         return self._reads.job(job_id)
 
+    def job_state(self, job_id: int) -> JobState | None:
+        return self._reads.job_state(job_id)
+
     def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
         return self._reads.dependents(job_id, limit)
 

@@ -92,3 +92,28 @@ def test_finished_per_period_counts_final_states_in_half_open_periods(store: Sto
         "cancelled": [0],
     }
     assert store.finished_per_period([START]) == {"succeeded": [], "failed": [], "cancelled": []}
+
+
+def test_job_state_is_the_state_job_shows(store: Store) -> None:
+    mail, held, paused, done, failed = store.enqueue(
+        [new(queue="mail"), new(), new(), new(), dataclasses.replace(new(), payload=BIG)], START
+    )
+    store.set_queues_paused(["mail"], True, START)
+    store.set_job_state(paused, JobState.PENDING, JobState.PAUSED)
+    claimed(store, held)
+    store.complete("w1", [outcome(claimed(store, done), OutcomeKind.SUCCEEDED)], START)
+    store.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
+    for job_id in (mail, held, paused, done, failed):
+        job = store.job(job_id)
+        assert job is not None and store.job_state(job_id) is job.state
+    assert [store.job_state(job_id) for job_id in (mail, held, paused, done, failed)] == [
+        JobState.PAUSED,
+        JobState.RUNNING,
+        JobState.PAUSED,
+        JobState.SUCCEEDED,
+        JobState.FAILED,
+    ]
+    store.set_queues_paused(["mail"], False, START)
+    assert store.job_state(mail) is JobState.PENDING
+    for missing in (10**9, 0, -1, 2**63):
+        assert store.job_state(missing) is None

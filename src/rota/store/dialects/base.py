@@ -34,6 +34,7 @@ from rota.errors import (
     TransientStoreError,
     unchained,
 )
+from rota.store.base import StatementTooLarge
 from rota.store.dialects.pooling import watch_pool
 from rota.store.secrets import decoded, hide
 from rota.store.values import ServerInfo
@@ -148,7 +149,11 @@ class Dialect:
 
         @event.listens_for(engine, "handle_error")
         def _on_error(context: ExceptionContext) -> None:
-            if self.refuses_writes(context.original_exception):
+            if self.too_large(context.original_exception):
+                # The server closes this connection after refusing a packet, and this one only.
+                context.is_disconnect = True
+                context.invalidate_pool_on_disconnect = False
+            elif self.refuses_writes(context.original_exception):
                 # Taken as a lost connection: SQLAlchemy closes this one and marks the pool,
                 # so every connection opened before is replaced at its next checkout instead
                 # of writing to the same server again (``refuses_writes``).
@@ -205,6 +210,11 @@ class Dialect:
         """``host:port`` this connection reached, and why the server takes no writes (``None``
         when it does)."""
         return None, None
+
+    def statement_limit(self, connection: Connection) -> int:
+        """The most bytes one statement may hold on this server, SQL and values together:
+        64 MiB where the server's own bound is higher (1 GB on PostgreSQL and SQLite)."""
+        return 64 * 1024 * 1024
 
     def server_time_query(self) -> str | None:
         """The server's current UTC time as a naive timestamp; ``None`` where it is this host's."""
@@ -309,6 +319,10 @@ class Dialect:
         """Deadlock, lock-wait timeout or serialisation failure: the transaction was undone."""
         raise NotImplementedError
 
+    def too_large(self, original: BaseException | None) -> bool:
+        """The driver's error says the server refused a statement as larger than it takes."""
+        return False
+
     def refuses_writes(self, original: BaseException) -> bool:
         """The driver's error says the server answers but takes no writes: after a failover,
         every pooled connection reaches the old primary, now a replica, whose reads succeed,
@@ -321,9 +335,10 @@ class Dialect:
         """Map driver exceptions to rota's errors, chaining the original.
 
         A value the database refused (a NUL byte in PostgreSQL text, a number out of range) is
-        the caller's ``InvalidArguments``; a transient failure is a ``TransientStoreError``;
-        anything else a ``StoreError``. ``hide_secrets`` takes the URL's secrets out of the
-        message; should the driver's text hold one, the original is not chained either.
+        the caller's ``InvalidArguments``; a statement too large, ``StatementTooLarge``; a
+        transient failure is a ``TransientStoreError``; anything else a ``StoreError``.
+        ``hide_secrets`` takes the URL's secrets out of the message; should the driver's text
+        hold one, the original is not chained either.
         """
         try:
             yield
@@ -336,6 +351,8 @@ class Dialect:
             raise translated from error
 
     def translated(self, error: sa_exc.DBAPIError, message: str) -> RotaError:
+        if self.too_large(error.orig):  # before the lost connection it also is
+            return StatementTooLarge(message)
         if self.is_transient(error):
             return TransientStoreError(message, rolled_back=self.is_conflict(error))
         if isinstance(error, sa_exc.DataError):

@@ -24,6 +24,11 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   through haproxy, ProxySQL or a DNS name that follows the primary, reaches the new writer.
   The drivers connect to one host only: a URL naming several is a ``ConfigError``. An SSL
   handshake failure (2026) is not transient: a certificate that does not verify needs a person.
+* Statement size: the drivers write values into a statement's text, sent as one packet, and
+  the server refuses one larger than ``max_allowed_packet`` (16 MiB on MariaDB 10.11, 64 MiB on
+  MySQL 8, 4 MiB on older servers) with 1153, closing the connection; a much larger one may be
+  cut off as a lost connection instead. rota reads the setting once per store and keeps each
+  statement below it (``store.sizes``).
 * Silences (the same on both, client-side): PyMySQL's ``read_timeout``/``write_timeout`` bound
   each wait on the socket, and a timeout closes the connection as error 2013 ("Lost connection
   ... (timed out)"), which rota reports as a lost connection (``TransientStoreError``). PyMySQL
@@ -74,6 +79,9 @@ CONFLICT = frozenset({1205, 1213})
 NOT_WRITABLE = frozenset({1047, 1290, 1792, 1836})
 """The server answers but cannot take rota's writes: a replica, a Galera node not ready."""
 TRANSIENT = CONFLICT | NOT_WRITABLE | {1040, 1180, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
+PACKET_TOO_LARGE = 1153
+"""A statement larger than ``max_allowed_packet``: the server refuses it and closes the
+connection (a much larger one may instead be cut off as a lost connection, 2006 or 2013)."""
 WRITE_SETTINGS = (
     "read_only",
     "super_read_only",
@@ -188,6 +196,11 @@ class MySQLDialect(Dialect):
     def server_time_query(self) -> str:
         return "SELECT UTC_TIMESTAMP(6)"
 
+    def statement_limit(self, connection: Connection) -> int:
+        """``max_allowed_packet``: the drivers write values into the statement's text, and the
+        server refuses a statement larger than that in bytes."""
+        return int(connection.exec_driver_sql("SELECT @@max_allowed_packet").scalar_one())
+
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
         """``INSERT IGNORE`` would also hide truncation errors, hence a no-op update instead."""
         statement = mysql.insert(table).values(rows)
@@ -236,6 +249,9 @@ class MySQLDialect(Dialect):
 
     def refuses_writes(self, original: BaseException) -> bool:
         return _errno(original) in NOT_WRITABLE
+
+    def too_large(self, original: BaseException | None) -> bool:
+        return _errno(original) == PACKET_TOO_LARGE
 
     def is_conflict(self, error: sa_exc.DBAPIError) -> bool:
         """MySQL undoes only the statement on a lock-wait timeout (unless
