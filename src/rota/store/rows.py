@@ -127,16 +127,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
     with ``payload_error`` saying why, so that a claim fails that job instead of raising on
     every poll: one bad row must not stop a worker from claiming the others."""
     problems: list[str] = []
-    try:
-        args, kwargs, trace = payload.decode(data["payload"])
-    except InvalidArguments as error:
-        args, kwargs, trace = (), {}, None
-        problems.append(str(error))
-    errors = _attempt_errors(data["errors"], problems)
-    priority = data["priority"]
-    if not _integer(priority):
-        problems.append(f"its priority {priority!r} is not an integer")
-        priority = 0
+    (args, kwargs, trace), errors, priority, result = _job_values(data, problems)
     state = JobState.stored(data["state"])
     return Job(
         id=data["id"],
@@ -160,7 +151,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
         trace=trace,
-        result=_result(data["result"], problems),
+        result=result,
         progress=_progress(data["progress"], data["progress_note"]),
         snoozes=data["snoozes"],
         concurrency_key=data["concurrency_key"],
@@ -170,12 +161,36 @@ def to_job(data: Mapping[Any, Any]) -> Job:
     )
 
 
-def job_problems(job: Job) -> str | None:
-    """What cannot be read in a job's row, in one sentence; ``None`` when all of it can."""
-    problems = [job.payload_error] if job.payload_error else []
-    if job.unknown_state is not None:
-        problems.insert(0, f"its state {job.unknown_state!r} is not one this rota knows")
+JOB_CHECKED = ("id", "state", "payload", "errors", "priority", "result")
+"""The columns of a job row that rota may be unable to read (``job_problems``)."""
+
+
+def job_problems(data: Mapping[Any, Any]) -> str | None:
+    """What cannot be read in a job row (``JOB_CHECKED`` columns suffice), in one sentence;
+    ``None`` when all of it can.  As ``to_job`` reads it, without building the job."""
+    problems: list[str] = []
+    if JobState.stored(data["state"]) is JobState.UNKNOWN:
+        problems.append(f"its state {data['state']!r} is not one this rota knows")
+    _job_values(data, problems)
     return "; ".join(problems) or None
+
+
+def _job_values(
+    data: Mapping[Any, Any], problems: list[str]
+) -> tuple[payload.Arguments, tuple[AttemptError, ...], int, Any]:
+    """A job row's arguments, errors, priority and result, each a stand-in where it cannot be
+    read, with a problem saying why."""
+    try:
+        decoded = payload.decode(data["payload"])
+    except InvalidArguments as error:
+        decoded = payload.Arguments((), {})
+        problems.append(str(error))
+    errors = _attempt_errors(data["errors"], problems)
+    priority = data["priority"]
+    if not _integer(priority):
+        problems.append(f"its priority {priority!r} is not an integer")
+        priority = 0
+    return decoded, errors, priority, _result(data["result"], problems)
 
 
 def _integer(value: object) -> bool:
