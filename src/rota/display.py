@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from rota.core.model import Progress
+from rota.core.model import JobState, Progress
 
 NONE = "-"
 
@@ -60,3 +60,9 @@ def progress(value: Progress | None) -> str:
     if value.fraction > 0 and percent == 0:
         percent = 1
     return f"{percent}% {value.note}" if value.note else f"{percent}%"
+
+
+def job_state(state: JobState, unknown_state: str | None = None) -> str:
+    """A job's state; one rota does not know, as the row holds it: ``archived (unreadable)``.
+    The caller escapes it."""
+    return state.value if unknown_state is None else f"{unknown_state} (unreadable)"

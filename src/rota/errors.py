@@ -152,8 +152,8 @@ class TransientStoreError(StoreError):
 
 
 def unchained(error: Exception) -> NoReturn:
-    """Raise ``error`` with no ``__context__``, even inside an ``except`` block or a context
-    manager's exit.
+    """Raise ``error`` with no ``__cause__`` nor ``__context__`` (and ``__suppress_context__``
+    set, as ``from None`` sets it), even inside an ``except`` block or a context manager's exit.
 
     For an error that replaces one whose text may hold a secret (a driver's encoding error
     quotes the password it could not encode): ``raise ... from None`` only hides the original
@@ -161,7 +161,7 @@ def unchained(error: Exception) -> NoReturn:
     ``raise`` of the error being handled leaves its cleared context as it is.
     """
     try:
-        raise error
+        raise error from None
     except Exception as raised:
         raised.__context__ = None
         raise

@@ -2,9 +2,10 @@
 
 The suite runs in parallel (pytest-xdist), so stopping the shared server on 5432 would fail
 whatever other test uses it at that moment. These tests make their own cluster instead, with
-Debian's ``pg_createcluster`` on a free port (trust authentication on 127.0.0.1, ``fsync`` off),
-stop and start it for real with ``pg_ctlcluster``, and drop it afterwards. A cluster left behind
-by a run that was killed is dropped by the next one.
+Debian's ``pg_createcluster`` on a free port (trust authentication on 127.0.0.1, or a superuser
+password for the tests of a wrong one; ``fsync`` off), stop and start it for real with
+``pg_ctlcluster``, and drop it afterwards. A cluster left behind by a run that was killed is
+dropped by the next one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import URL
 
 from tests.conftest import Database, server_url
 from tests.faults.servers import free_port
@@ -47,10 +50,17 @@ class Cluster:
     version: str
     name: str
     port: int
+    password: str | None = None
+    """The superuser's, checked on TCP connections; ``None``: they are trusted."""
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return self.url_with(self.password)
+
+    def url_with(self, password: str | None) -> str:
+        """The superuser's URL, with ``password`` (right or wrong) in it."""
+        url = URL.create("postgresql", "postgres", password, "127.0.0.1", self.port, "postgres")
+        return url.render_as_string(hide_password=False)
 
     def database(self) -> Database:
         return Database("postgres", self.url, f"t{uuid.uuid4().hex[:10]}_")
@@ -94,14 +104,23 @@ def _drop_abandoned(version: str) -> None:
 
 
 @contextlib.contextmanager
-def own_postgres() -> Iterator[Cluster]:
-    """A running cluster on a free port, dropped when the block ends."""
+def own_postgres(password: str | None = None) -> Iterator[Cluster]:
+    """A running cluster on a free port, dropped when the block ends.  With a ``password``,
+    TCP connections must give it (SCRAM)."""
     server_url("postgres")  # skipped, or failed in CI, as the shared server's tests are
     version = _version()
     _drop_abandoned(version)
-    cluster = Cluster(version, f"{PREFIX}{os.getpid()}_{uuid.uuid4().hex[:6]}", free_port())
+    name = f"{PREFIX}{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    cluster = Cluster(version, name, free_port(), password)
     create = ["pg_createcluster", version, cluster.name, "-p", str(cluster.port)]
-    _quietly(*create, "-o", "fsync=off", "--", "--auth=trust")
+    with tempfile.NamedTemporaryFile("w") as secret:
+        auth = ["--auth=trust"]
+        if password is not None:  # initdb runs as postgres and reads it from a file
+            secret.write(password)
+            secret.flush()
+            os.chmod(secret.name, 0o644)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={secret.name}"]
+        _quietly(*create, "-o", "fsync=off", "--", *auth)
     try:
         cluster.start()
         yield cluster

@@ -149,3 +149,31 @@ def test_the_look_misses_no_work(service: tuple[Rota, Rota], clock: VirtualClock
             assert other.job(stuck).attempt == 2, "rescued from the dead worker, then run"
 
     asyncio.run(scenario())
+
+
+def test_a_due_schedule_it_cannot_read_costs_a_pass_a_poll(
+    service: tuple[Rota, Rota], clock: VirtualClock
+) -> None:
+    """Its row is skipped and its tick stays due: the scheduler looks again a poll later, where
+    it used to pass again at once, for ever, within the same instant."""
+    rota, other = service
+
+    @rota.task(cron="0 3 * * *")
+    def nightly(ctx: JobContext) -> None: ...
+
+    other.schedule("* * * * *", "nightly", name="theirs")
+    store = sql_store(other)
+    table = store.schema.schedules
+    with store.engine.begin() as connection:
+        connection.execute(table.update().where(table.c.name == "theirs").values(source="file"))
+
+    async def scenario() -> list[str]:
+        async with rota:
+            await settled(clock)
+            counted = Statements(rota)
+            await polls(clock, POLLS)
+            return counted.sent
+
+    sent = asyncio.run(scenario())
+    print(f"\n{len(sent)} statements in {POLLS} polls beside an unreadable due schedule")
+    assert len(sent) <= 4 * POLLS, "a look, the due schedules and the next tick, a poll"

@@ -1,5 +1,5 @@
-"""Every query behind ``rota check``, ``rota.jobs()``, ``rota.counts()``, ``rota schedules`` and
-the dashboard overview is served by an index, not a scan of the jobs table.
+"""Every query behind ``rota check``, ``rota.jobs()``, ``rota.counts()``, ``rota schedules``, the
+dashboard overview and the rescue is served by an index, not a scan of the jobs table.
 
 The statements are captured as the store sends them (with their parameters) and EXPLAINed on
 a table holding a history of finished jobs, a few live ones and schedules with past ticks: the
@@ -125,6 +125,11 @@ CALLS: dict[str, Callable[[Store], object]] = {
     "idle outlook": lambda store: store.outlook(["default"], ["t"], START),
     # Its paused-queue subquery must leave the claim index to the jobs.
     "claim": lambda store: store.claim("w", ["default"], ["t"], 1, START, START),
+    # A lease that ended or that there is none of.
+    "expired leases": lambda store: store.expired_leases(START, 100),
+    # rota check reads every unfinished job, found by state ranges around the final ones.
+    "unreadable rows": lambda store: store.unreadable(1000),
+    "unknown states": lambda store: store.jobs(states=(JobState.UNKNOWN,), limit=None),
 }
 
 

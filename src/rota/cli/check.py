@@ -1,5 +1,5 @@
 """``rota check``: can this database run rota (reached, writable), is any job waiting for a worker
-that is gone, and is any schedule failing?"""
+that is gone, is any schedule failing, and is any row one rota cannot read?"""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
+from rota.core.escaping import visible
 from rota.core.model import Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
 from rota.display import NONE, span
 from rota.errors import ConfigError, RotaError
 from rota.store import head_revision
 from rota.store.urls import describe_url, scrub
+from rota.store.values import UnreadableRow
 
 EVER = datetime.min.replace(tzinfo=timezone.utc)
 """Every worker row is live at this moment: ``workers(EVER)`` lists the dead ones too."""
@@ -36,6 +38,9 @@ LIVE = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
 """A failing schedule that has ended (cancelled, disabled) runs no more ticks: not a problem."""
 SCHEDULE_FAILING = "SCHEDULE_FAILING"
 SERVER_READ_ONLY = "SERVER_READ_ONLY"
+UNREADABLE_ROW = "UNREADABLE_ROW"
+UNREADABLE_LISTED = 1000
+"""The most unreadable rows one check lists."""
 
 
 @dataclass
@@ -58,6 +63,8 @@ class Report:
     stranded: list[Stranded] = field(default_factory=list)
     failing: list[Schedule] = field(default_factory=list)
     """Live schedules whose last ``alert_after_failures`` ticks failed (set by the workers)."""
+    unreadable: list[UnreadableRow] = field(default_factory=list)
+    """Rows this rota cannot read (a newer rota's, a hand edit's), which it leaves alone."""
     problems: list[str] = field(default_factory=list)
     checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
@@ -72,8 +79,9 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     A job is stranded when it is pending and no live worker (one that missed fewer than two
     heartbeats) registers its task for its queue. Exits 1 when the database is unreachable or
     read-only (a replica: no worker can work there), its schema is missing or behind this
-    version of rota, or a schedule is failing (its last alert_after_failures ticks failed),
-    naming each such schedule.
+    version of rota, a schedule is failing (its last alert_after_failures ticks failed), or a
+    row cannot be read (a job, worker or schedule written by a newer rota or by hand, which
+    rota leaves alone), naming each such schedule and row.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -126,6 +134,19 @@ def examine(rota: Rota, report: Report) -> None:
         f"{schedule.failures} tick(s) failed"
         for schedule in report.failing
     ]
+    report.unreadable = store.unreadable(UNREADABLE_LISTED + 1)
+    report.problems += [
+        visible(
+            f"{UNREADABLE_ROW}: {row.kind} {row.key} cannot be read, so rota leaves it "
+            f"alone: {row.problem}"
+        )
+        for row in report.unreadable[:UNREADABLE_LISTED]
+    ]
+    if len(report.unreadable) > UNREADABLE_LISTED:
+        report.problems.append(
+            f"{UNREADABLE_ROW}: more than {UNREADABLE_LISTED} rows cannot be read; the first "
+            f"{UNREADABLE_LISTED} are listed"
+        )
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -156,6 +177,7 @@ def as_dict(report: Report) -> dict[str, Any]:
             }
             for schedule in report.failing
         ],
+        "unreadable_rows": [asdict(row) for row in report.unreadable[:UNREADABLE_LISTED]],
         "checked_at": report.checked_at,
     }
 
@@ -201,6 +223,7 @@ def show(report: Report) -> None:
         facts.append(("dead workers", str(len(report.dead))))
         facts.append(("stranded jobs", str(sum(row.pending for row in report.stranded))))
         facts.append(("failing schedules", str(len(report.failing))))
+        facts.append(("unreadable rows", str(len(report.unreadable[:UNREADABLE_LISTED]))))
     items: list[RenderableType] = [pairs(facts)]
     for title, listed in (("Live workers:", report.workers), ("Dead workers:", report.dead)):
         if listed:
@@ -220,6 +243,11 @@ def show(report: Report) -> None:
         for schedule in report.failing:
             failing.add_row(schedule.name, schedule.spec.task, f"{schedule.failures} in a row")
         items += ["", "Failing schedules:", failing]
+    if report.unreadable:
+        grid = Grid(Column("row", NAME), Column("key", NAME), Column("problem", WORDS, drop=1))
+        for bad in report.unreadable[:UNREADABLE_LISTED]:
+            grid.add_row(bad.kind, bad.key, bad.problem)
+        items += ["", "Rows rota cannot read (left alone):", grid]
     render(*items)
 
 

@@ -212,7 +212,7 @@ def reaching(rota: Rota) -> Iterator[None]:
     try:
         yield
     except StoreError as error:
-        raise DatabaseUnavailable(f"cannot reach the {where}: {error}") from error
+        unchained(DatabaseUnavailable(f"cannot reach the {where}: {error}"))
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
 from rota.core.model import FINISHED_WINDOW, Job, JobState
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
-from rota.display import NONE, local, progress, took, when
+from rota.display import NONE, job_state, local, progress, took, when
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
 
@@ -92,7 +92,7 @@ def jobs(
             str(job.id),
             job.task,
             job.queue,
-            job.state.value,
+            job_state(job.state, job.unknown_state),
             attempts(job),
             progress(job.progress) if job.state is JobState.RUNNING else NONE,
             when(job.run_at),
@@ -118,7 +118,11 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         ("id", str(found.id)),
         ("task", found.task),
         ("queue", found.queue),
-        ("state", found.state.value + (" (cancel requested)" if found.cancel_requested else "")),
+        (
+            "state",
+            job_state(found.state, found.unknown_state)
+            + (" (cancel requested)" if found.cancel_requested else ""),
+        ),
         ("attempt", attempts(found)),
         ("priority", str(found.priority)),
         ("progress", progress(found.progress)),
@@ -144,6 +148,12 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         more = " ..." if len(needed_by) == DEPENDENTS_LISTED else ""
         facts.append(("needed by", " ".join(map(str, needed_by)) + more))
     render(pairs(facts))
+    if found.unknown_state is not None:
+        click.echo("")
+        click.echo(
+            visible(f"its state {found.unknown_state!r} is not one this rota knows")
+            + " (a newer rota's, or a hand edit's): no worker runs, rescues or retries it"
+        )
     click.echo("")
     click.echo("arguments")
     if found.payload_error is not None:
@@ -261,6 +271,7 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
         "task": job.task,
         "queue": job.queue,
         "state": job.state.value,
+        "unknown_state": job.unknown_state,
         "attempt": job.attempt,
         "max_attempts": job.max_attempts,
         "priority": job.priority,

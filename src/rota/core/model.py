@@ -26,10 +26,22 @@ class JobState(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+    """Never written: how a row reads whose state is none of the others (a newer rota's, a
+    hand edit's), its text kept in ``Job.unknown_state``.  No worker claims, rescues or
+    retries such a job; it is listed, counted apart and named by ``rota check``."""
 
     @property
     def is_final(self) -> bool:
         return self in FINAL_STATES
+
+    @classmethod
+    def stored(cls, text: str) -> JobState:
+        """The state a row's ``text`` names; ``UNKNOWN`` for text naming none of rota's."""
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.UNKNOWN
 
     def __str__(self) -> str:
         return self.value
@@ -39,6 +51,8 @@ class JobState(str, Enum):
 
 
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+STORED_STATES = tuple(state for state in JobState if state is not JobState.UNKNOWN)
+"""The states rota writes."""
 
 
 def seen_state(state: JobState, queue: str, paused_queues: Collection[str]) -> JobState:
@@ -160,6 +174,9 @@ class Job:
     """Why the stored row cannot be read (arguments written by a newer rota; arguments, errors
     or priority edited by hand): such a job is still listed, and fails with
     ``INVALID_ARGUMENTS`` instead of running."""
+    unknown_state: str | None = None
+    """The row's state when it names none this rota knows (``state`` is then ``UNKNOWN``):
+    such a job is listed with it, and left alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +294,11 @@ class Counts:
 
     ``by_state`` maps a state to its count; ``by_queue`` and ``by_task`` map a queue or task
     name to such a mapping. Keys are the states' strings (``JobState`` members look up alike).
-    A pending job of a paused queue counts as ``paused``.  ``finished_since`` is ``None`` when
-    every job is counted (``Rota.counts()``); otherwise finished jobs (succeeded, failed,
-    cancelled) count only if they finished at or after it (the dashboard, the metrics).
+    A pending job of a paused queue counts as ``paused``; a job whose stored state rota does not
+    know counts as ``unknown``, a key present only when there is one.  ``finished_since`` is
+    ``None`` when every job is counted (``Rota.counts()``); otherwise finished jobs (succeeded,
+    failed, cancelled) count only if they finished at or after it (the dashboard, the
+    metrics).
     """
 
     by_state: dict[str, int]
@@ -303,7 +322,7 @@ class Counts:
         by_queue: dict[str, dict[str, int]] = {}
         by_task: dict[str, dict[str, int]] = {}
         for stored, queue, task, count in rows:
-            state = seen_state(JobState(stored), queue, paused_queues).value
+            state = seen_state(JobState.stored(stored), queue, paused_queues).value
             for counted in (
                 by_state,
                 by_queue.setdefault(queue, _zeros()),
@@ -315,7 +334,7 @@ class Counts:
 
 
 def _zeros() -> dict[str, int]:
-    return {state.value: 0 for state in JobState}
+    return {state.value: 0 for state in STORED_STATES}
 
 
 @dataclass(frozen=True, slots=True)

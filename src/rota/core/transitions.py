@@ -142,7 +142,9 @@ def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> 
         at=now,
         code=LEASE_EXPIRED,
         type="LeaseExpired",
-        message=f"worker {job.lease_owner} stopped renewing its lease",
+        message=f"worker {job.lease_owner} stopped renewing its lease"
+        if job.lease_until is not None
+        else "it was running with no lease, which no worker renews",
     )
     return _retry_or_fail(job, (*job.errors, lost), True, now, policy, rng, 0.0)
 

@@ -29,7 +29,7 @@ from rota.dashboard.security import (
     Keys,
     set_strict_cookie,
 )
-from rota.display import progress, span, took, when
+from rota.display import job_state, progress, span, took, when
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -56,7 +56,13 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.templates.filters.update(
-            when=when, age=span, took=took, progress=progress, segment=segment, query=query
+            when=when,
+            age=span,
+            took=took,
+            progress=progress,
+            segment=segment,
+            query=query,
+            job_state=job_state,
         )
 
     def render(

@@ -197,7 +197,7 @@ def overview(rota: Rota) -> dict[str, Any]:
     empty = dict.fromkeys(counts.by_state, 0)
     return {
         "now": now,
-        "states": [state.value for state in JobState],
+        "states": list(counts.by_state),
         "by_state": counts.by_state,
         "by_queue": dict(sorted({**dict.fromkeys(paused, empty), **counts.by_queue}.items())),
         "paused_queues": paused,

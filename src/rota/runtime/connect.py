@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rota.core.backoff import doubling
-from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError
+from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError, unchained
 
 T = TypeVar("T")
 logger = logging.getLogger("rota")
@@ -54,9 +54,12 @@ class DatabaseWait:
         delay = doubling(FIRST_DELAY, MAX_DELAY, self.failures)
         waited = time.monotonic() - self.started
         if self.timeout is not None and waited + delay > self.timeout:
-            raise DatabaseUnavailable(
-                f"cannot reach the {self.where} after {self.timeout} s: {error}"
-            ) from error
+            # Unchained, as every error of connecting is (``store.dialects.translation``).
+            unchained(
+                DatabaseUnavailable(
+                    f"cannot reach the {self.where} after {self.timeout} s: {error}"
+                )
+            )
         logger.warning(
             "cannot reach the %s (%s); retrying in %.1f s",
             self.where,

@@ -173,8 +173,12 @@ class Scheduler:
             await self._timer.wait(self._wake, delay)
 
     async def _pass(self) -> float:
+        """Fire what is due; the seconds until the next tick, at most a poll.  A tick still due
+        after a pass that fired nothing (its schedule's row cannot be read, and is skipped) is
+        looked at again after a poll, not at once."""
         now = self.clock.now()
         known, next_due = self._known_next_tick()
+        idle = False
         if self._asked or not known or (next_due is not None and next_due <= now):
             self._asked = False
             events, settings = self.events, self.settings
@@ -183,9 +187,12 @@ class Scheduler:
                 self._on_fired()
             next_due = await self._db(self.store.next_due)
             self._looked = (now, next_due)
+            idle = not fired
         if next_due is None:
             return self.settings.poll_interval
         wait = (next_due - self.clock.now()).total_seconds()
+        if wait <= 0 and idle:
+            return self.settings.poll_interval
         return min(max(wait, 0.0), self.settings.poll_interval)
 
     def _known_next_tick(self) -> tuple[bool, datetime | None]:

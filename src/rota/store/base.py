@@ -24,7 +24,7 @@ from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import Transition
 from rota.errors import StoreError
-from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
+from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 MIGRATION_LOCK_TIMEOUT = 120.0
 """Seconds ``migrate`` waits for another process's migration of the same tables."""
@@ -313,6 +313,11 @@ class Store(Protocol):
         task and queue (sorted so), each with the reason."""
         ...
 
+    def unreadable(self, limit: int) -> list[UnreadableRow]:
+        """Up to ``limit`` rows this rota cannot read: of workers, schedules, and jobs that
+        have not finished (a state rota does not know is not a finished one)."""
+        ...
+
     def server_clock(self) -> ClockReading | None:
         """A reading of the database server's clock (UTC) bracketed by this host's monotonic
         clock, or ``None`` where it is this host's (SQLite)."""
@@ -335,10 +340,11 @@ class ScheduleStore(Protocol):
 
     def upsert(
         self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
-    ) -> tuple[Schedule, Edit | None]:
+    ) -> tuple[Schedule | None, Edit | None]:
         """Create by name or update the definition (``core.schedule_edits.sync``); a changed
         cron or tz, or a disabled schedule coming back, restarts at ``first_run``.  Never
-        creates a second row.  The schedule now, and the change made, if any."""
+        creates a second row.  The schedule now, and the change made, if any; ``(None,
+        None)`` when the row of that name cannot be read, which is left as it is."""
         ...
 
     def change(
@@ -347,12 +353,17 @@ class ScheduleStore(Protocol):
         """Apply ``edit`` if the schedule is live and still at ``version``; else ``None``."""
         ...
 
-    def get(self, name: str) -> Schedule | None: ...
+    def get(self, name: str) -> Schedule | None:
+        """The schedule; ``StoreError`` when its row cannot be read (``UnreadableRow``)."""
+        ...
 
-    def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]: ...
+    def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]:
+        """By name, leaving out the rows that cannot be read (each logged once)."""
+        ...
 
     def due(self, now: datetime, limit: int) -> list[Schedule]:
-        """Active schedules whose ``next_run_at <= now``, earliest first."""
+        """Active schedules whose ``next_run_at <= now``, earliest first, leaving out the rows
+        that cannot be read (each logged once)."""
         ...
 
     def next_due(self) -> datetime | None: ...

@@ -36,11 +36,12 @@ class SqlCluster:
 
     def workers(self, alive_at: datetime) -> list[WorkerInfo]:
         """Each row's window is its own (two heartbeat intervals), so the rows are filtered
-        here; the table stays small, since rows of long-dead workers are pruned."""
+        here; the table stays small, since rows of long-dead workers are pruned.  A row that
+        cannot be read is left out (and logged once)."""
         workers = self.schema.workers
         query = select(workers).order_by(workers.c.id)
         rows = (to_worker(row._mapping) for row in self.database.fetch(query))
-        return [worker for worker in rows if worker.is_live(alive_at)]
+        return [worker for worker in self.database.readable(rows) if worker.is_live(alive_at)]
 
     def prune_workers(self, before: datetime) -> int:
         workers = self.schema.workers

@@ -13,7 +13,7 @@ import logging
 import platform
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import CompoundSelect, Executable, Row, Select, select
@@ -24,10 +24,11 @@ from rota.core.clock import ClockReading, as_utc
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
 from rota.store.dialects.base import ConnectionSettings, default_connection_settings
+from rota.store.rows import ReportedRows
 from rota.store.schema import build_schema
 from rota.store.secrets import hide
 from rota.store.urls import describe_url, normalise_url, url_secrets
-from rota.store.values import ServerInfo
+from rota.store.values import ServerInfo, UnreadableRow
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVarTuple, Unpack
@@ -58,6 +59,7 @@ class Database:
         self.table_prefix = table_prefix
         self.schema = build_schema(table_prefix)
         self._statement_limit: int | None = None
+        self.reported = ReportedRows()
 
     @property
     def where(self) -> str:
@@ -70,6 +72,16 @@ class Database:
 
     def hide_secrets(self, text: str) -> str:
         return hide(text, self.secrets)
+
+    def readable(self, rows: Iterable[T | UnreadableRow]) -> list[T]:
+        """``rows`` without the unreadable ones, each logged once (``ReportedRows``)."""
+        kept: list[T] = []
+        for row in rows:
+            if isinstance(row, UnreadableRow):
+                self.reported.report(row)
+            else:
+                kept.append(row)
+        return kept
 
     def transaction(self, work: Callable[[Connection], T], *, idempotent: bool = True) -> T:
         """Run ``work`` in one transaction, repeating it after a deadlock or lock-wait timeout.

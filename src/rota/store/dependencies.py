@@ -106,7 +106,7 @@ class SqlDependencies:
         for chunk in _chunks(ordered):
             query = select(jobs.c.id, jobs.c.state).where(jobs.c.id.in_(chunk))
             for job_id, state in connection.execute(query.with_for_update(read=True)):
-                states[job_id] = JobState(state)
+                states[job_id] = JobState.stored(state)
         missing = [job_id for job_id in ordered if job_id not in states]
         if missing:
             shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
@@ -209,7 +209,9 @@ class SqlDependencies:
             query = select(jobs.c.id, jobs.c.state).where(
                 and_(jobs.c.id.in_(chunk), jobs.c.state.in_(bad))
             )
-            found.update((job_id, JobState(state)) for job_id, state in connection.execute(query))
+            found.update(
+                (job_id, JobState.stored(state)) for job_id, state in connection.execute(query)
+            )
         return found
 
     def depends_on(self, connection: Connection, job_id: int) -> tuple[int, ...]:

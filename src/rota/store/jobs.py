@@ -23,7 +23,15 @@ from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
-from rota.store.rows import RUNNING, WAITING, errors_json, job_values, set_only, to_job
+from rota.store.rows import (
+    RUNNING,
+    WAITING,
+    errors_json,
+    job_values,
+    lease_expired,
+    set_only,
+    to_job,
+)
 from rota.store.sizes import by_size
 
 
@@ -173,8 +181,7 @@ class SqlJobs:
         return self.database.transaction(work)
 
     def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
-        jobs = self.table
-        expired = and_(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+        expired = lease_expired(self.table, now)
         return self.database.transaction(lambda conn: self._apply(conn, transitions, expired, now))
 
     def _apply(
@@ -294,10 +301,7 @@ class SqlJobs:
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
         jobs = self.table
         query = (
-            select(jobs)
-            .where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
-            .order_by(jobs.c.lease_until)
-            .limit(limit)
+            select(jobs).where(lease_expired(jobs, now)).order_by(jobs.c.lease_until).limit(limit)
         )
         return [to_job(row._mapping) for row in self.database.fetch(query)]
 

@@ -19,7 +19,7 @@ from sqlalchemy import false, or_, select
 
 from rota.store.database import Database
 from rota.store.jobs import SqlJobs
-from rota.store.rows import RUNNING, aware
+from rota.store.rows import aware, lease_expired
 from rota.store.schedules import SqlSchedules
 from rota.store.values import Outlook
 
@@ -37,7 +37,7 @@ class SqlOutlook:
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
         unblocked = due.where(jobs.c.has_dependencies, self.jobs.dependencies.unblocked()).exists()
-        expired = select(jobs.c.id).where(jobs.c.state == RUNNING, jobs.c.lease_until < now)
+        expired = select(jobs.c.id).where(lease_expired(jobs, now))
         query = select(
             (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
             expired.exists().label("leases_expired"),

@@ -21,7 +21,7 @@ from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
-from rota.store.rows import WAITING, _attempt_errors, _progress, to_job
+from rota.store.rows import WAITING, _attempt_errors, _progress, in_states, to_job
 from rota.store.values import JobSummary
 
 FINISHED = [state for state in JobState if state.is_final]
@@ -151,7 +151,7 @@ class SqlReads:
             newest = (table.c.id + 0).desc()
         query = query.order_by(newest).limit(limit)
         if states:
-            query = query.where(table.c.state.in_([state.value for state in states]))
+            query = query.where(in_states(table.c.state, states))
         if task is not None:
             query = query.where(table.c.task == task)
         if queue is not None:
@@ -176,13 +176,15 @@ class SqlReads:
 
 def to_summary(data: Mapping[Any, Any]) -> JobSummary:
     """A row of ``SUMMARY`` columns; an unreadable ``errors`` column leaves no last error (the
-    job's own page, reading the whole row, says why)."""
+    job's own page, reading the whole row, says why), a state rota does not know is ``UNKNOWN``
+    with its text kept."""
     errors = _attempt_errors(data["errors"], [])
+    state = JobState.stored(data["state"])
     return JobSummary(
         id=data["id"],
         task=data["task"],
         queue=data["queue"],
-        state=JobState(data["state"]),
+        state=state,
         attempt=data["attempt"],
         max_attempts=data["max_attempts"],
         run_at=data["run_at"],
@@ -193,4 +195,5 @@ def to_summary(data: Mapping[Any, Any]) -> JobSummary:
         progress=_progress(data["progress"], data["progress_note"]),
         started_at=data["started_at"],
         failures=len(errors),
+        unknown_state=data["state"] if state is JobState.UNKNOWN else None,
     )

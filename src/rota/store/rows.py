@@ -1,17 +1,39 @@
 """Rows to rota's value types and back: jobs, workers and schedules, as every store module reads
-and writes them."""
+and writes them.
+
+A row is read tolerantly: what rota cannot read in it (a state or source a newer rota wrote, JSON
+or a number edited by hand) never raises.  A job is read whole, with what is wrong in it
+(``Job.payload_error``, ``Job.unknown_state``); a worker or schedule row becomes an
+``UnreadableRow``, which whatever needs the row skips and ``ReportedRows`` logs once.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from enum import Enum
+from itertools import pairwise
+from typing import Any, TypeVar
 
-from sqlalchemy import Table
+from sqlalchemy import Table, and_, or_
+from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
-from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, Progress, WorkerInfo
+from rota.core.escaping import visible
+from rota.core.model import (
+    DEFAULT_QUEUE,
+    STORED_STATES,
+    AttemptError,
+    Job,
+    JobState,
+    NewJob,
+    Progress,
+    WorkerInfo,
+)
 from rota.core.schedules import (
     Schedule,
     ScheduleAction,
@@ -21,11 +43,44 @@ from rota.core.schedules import (
     ScheduleState,
 )
 from rota.errors import InvalidArguments
+from rota.store.values import UnreadableRow
 
 RUNNING = JobState.RUNNING.value
 WAITING = (JobState.PENDING.value, JobState.PAUSED.value)
 """States whose jobs have yet to run: pending, or paused by hand or with their queue."""
 UNREADABLE_QUOTE = 500
+REPORTED_ROWS = 1000
+"""How many unreadable rows a store remembers having logged."""
+E = TypeVar("E", bound=Enum)
+logger = logging.getLogger("rota.store")
+WORKER_JSON = (("queues", list, "a list of queue names"), ("tasks", dict, "an object of tasks"))
+"""A worker row's JSON columns, what each holds and how that is said."""
+
+
+def lease_expired(jobs: Table, now: datetime) -> ColumnElement[bool]:
+    """A running job whose lease ended before ``now``, or that has none (a hand edit, a row
+    another tool wrote): nothing renews it, so the rescue takes it as it takes a lapsed one."""
+    lease = jobs.c.lease_until
+    return and_(jobs.c.state == RUNNING, or_(lease < now, lease.is_(None)))
+
+
+def outside(column: ColumnElement[str], values: Collection[str]) -> ColumnElement[bool]:
+    """``column`` holds none of ``values``: the ranges around them, each one an index serves
+    (``NOT IN`` is a scan on PostgreSQL).  For lowercase ASCII words, as rota's states are,
+    every collation orders as Python does."""
+    ordered = sorted(values)
+    ranges = [column < ordered[0], column > ordered[-1]]
+    ranges += [and_(column > low, column < high) for low, high in pairwise(ordered)]
+    return or_(*ranges)
+
+
+def in_states(column: ColumnElement[str], states: Collection[JobState]) -> ColumnElement[bool]:
+    """``column`` holds one of ``states``; ``UNKNOWN`` stands for any state rota does not know."""
+    known = [state.value for state in states if state is not JobState.UNKNOWN]
+    if JobState.UNKNOWN not in states:
+        return column.in_(known)
+    unknown = outside(column, [state.value for state in STORED_STATES])
+    return or_(column.in_(known), unknown) if known else unknown
 
 
 def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
@@ -72,23 +127,15 @@ def to_job(data: Mapping[Any, Any]) -> Job:
     with ``payload_error`` saying why, so that a claim fails that job instead of raising on
     every poll: one bad row must not stop a worker from claiming the others."""
     problems: list[str] = []
-    try:
-        args, kwargs, trace = payload.decode(data["payload"])
-    except InvalidArguments as error:
-        args, kwargs, trace = (), {}, None
-        problems.append(str(error))
-    errors = _attempt_errors(data["errors"], problems)
-    priority = data["priority"]
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        problems.append(f"its priority {priority!r} is not an integer")
-        priority = 0
+    (args, kwargs, trace), errors, priority, result = _job_values(data, problems)
+    state = JobState.stored(data["state"])
     return Job(
         id=data["id"],
         task=data["task"],
         queue=data["queue"],
         args=args,
         kwargs=kwargs,
-        state=JobState(data["state"]),
+        state=state,
         attempt=data["attempt"],
         max_attempts=data["max_attempts"],
         priority=priority,
@@ -104,13 +151,51 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         cancel_requested=bool(data["cancel_requested"]),
         unique_key=data["unique_key"],
         trace=trace,
-        result=_result(data["result"], problems),
+        result=result,
         progress=_progress(data["progress"], data["progress_note"]),
         snoozes=data["snoozes"],
         concurrency_key=data["concurrency_key"],
         rate_key=data["rate_key"],
         payload_error="; ".join(problems) or None,
+        unknown_state=data["state"] if state is JobState.UNKNOWN else None,
     )
+
+
+JOB_CHECKED = ("id", "state", "payload", "errors", "priority", "result")
+"""The columns of a job row that rota may be unable to read (``job_problems``)."""
+
+
+def job_problems(data: Mapping[Any, Any]) -> str | None:
+    """What cannot be read in a job row (``JOB_CHECKED`` columns suffice), in one sentence;
+    ``None`` when all of it can.  As ``to_job`` reads it, without building the job."""
+    problems: list[str] = []
+    if JobState.stored(data["state"]) is JobState.UNKNOWN:
+        problems.append(f"its state {data['state']!r} is not one this rota knows")
+    _job_values(data, problems)
+    return "; ".join(problems) or None
+
+
+def _job_values(
+    data: Mapping[Any, Any], problems: list[str]
+) -> tuple[payload.Arguments, tuple[AttemptError, ...], int, Any]:
+    """A job row's arguments, errors, priority and result, each a stand-in where it cannot be
+    read, with a problem saying why."""
+    try:
+        decoded = payload.decode(data["payload"])
+    except InvalidArguments as error:
+        decoded = payload.Arguments((), {})
+        problems.append(str(error))
+    errors = _attempt_errors(data["errors"], problems)
+    priority = data["priority"]
+    if not _integer(priority):
+        problems.append(f"its priority {priority!r} is not an integer")
+        priority = 0
+    return decoded, errors, priority, _result(data["result"], problems)
+
+
+def _integer(value: object) -> bool:
+    """SQLite keeps what an edit wrote in an integer column, text included."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _result(stored: str | None, problems: list[str]) -> Any:
@@ -136,11 +221,16 @@ def _attempt_errors(stored: str | None, problems: list[str]) -> tuple[AttemptErr
     try:
         return tuple(AttemptError.from_json(item) for item in json.loads(stored or "[]"))
     except (ValueError, TypeError, KeyError, AttributeError) as error:
-        problems.append(
-            f"its errors column cannot be read ({type(error).__name__}: {error}); "
-            f"it held {(stored or '')[:UNREADABLE_QUOTE]!r}"
-        )
+        problems.append(_column_problem("errors", error, stored))
         return ()
+
+
+def _column_problem(column: str, error: Exception, stored: str | None) -> str:
+    """That ``column`` cannot be read, and why, quoting the stored text."""
+    return (
+        f"its {column} column cannot be read ({type(error).__name__}: {error}); "
+        f"it held {(stored or '')[:UNREADABLE_QUOTE]!r}"
+    )
 
 
 def errors_json(errors: Sequence[AttemptError]) -> str:
@@ -164,15 +254,23 @@ def worker_values(worker: WorkerInfo) -> dict[str, Any]:
     }
 
 
-def to_worker(data: Mapping[Any, Any]) -> WorkerInfo:
-    task_queues: dict[str, str] = json.loads(data["tasks"])
+def to_worker(data: Mapping[Any, Any]) -> WorkerInfo | UnreadableRow:
+    """A worker row; an ``UnreadableRow`` when its ``queues`` or ``tasks`` are not the JSON a
+    worker writes (a list of queue names, an object of task names to queue names)."""
+    read: dict[str, Any] = {}
+    for column, kind, shape in WORKER_JSON:
+        try:
+            read[column] = _json_strings(data[column], kind, shape)
+        except (ValueError, TypeError) as error:
+            problem = _column_problem(column, error, data[column])
+            return UnreadableRow("worker", str(data["id"]), problem)
     return WorkerInfo(
         id=data["id"],
         host=data["host"],
         pid=data["pid"],
-        queues=tuple(json.loads(data["queues"])),
-        tasks=tuple(task_queues),
-        task_queues=task_queues,
+        queues=tuple(read["queues"]),
+        tasks=tuple(read["tasks"]),
+        task_queues=read["tasks"],
         concurrency=data["concurrency"],
         started_at=data["started_at"],
         heartbeat_at=data["heartbeat_at"],
@@ -180,7 +278,26 @@ def to_worker(data: Mapping[Any, Any]) -> WorkerInfo:
     )
 
 
-def to_schedule(data: Mapping[Any, Any]) -> Schedule:
+def _json_strings(stored: str, kind: type[list[Any]] | type[dict[Any, Any]], shape: str) -> Any:
+    """``stored`` as JSON of ``kind`` holding strings only (keys and values of an object)."""
+    value = json.loads(stored)
+    items = [*value, *value.values()] if isinstance(value, dict) else value
+    if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"not {shape}")
+    return value
+
+
+def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
+    """A schedule row; an ``UnreadableRow`` when its source or state is none rota knows, or a
+    number is not a number (SQLite keeps what an edit wrote)."""
+    problems: list[str] = []
+    source = _member(ScheduleSource, data["source"], "source", problems)
+    state = _member(ScheduleState, data["state"], "state", problems)
+    for column in ("priority", "version", "failures"):
+        if not _integer(data[column]):
+            problems.append(f"its {column} {data[column]!r} is not an integer")
+    if source is None or state is None or problems:
+        return UnreadableRow("schedule", data["name"], "; ".join(problems))
     spec = ScheduleSpec(
         name=data["name"],
         task=data["task"],
@@ -189,11 +306,11 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule:
         payload=data["payload"],
         queue=data["queue"],
         priority=data["priority"],
-        source=ScheduleSource(data["source"]),
+        source=source,
     )
     return Schedule(
         spec=spec,
-        state=ScheduleState(data["state"]),
+        state=state,
         next_run_at=data["next_run_at"],
         last_run_at=data["last_run_at"],
         created_at=data["created_at"],
@@ -204,6 +321,14 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule:
         failures=data["failures"],
         failing=bool(data["failing"]),
     )
+
+
+def _member(kind: type[E], stored: object, column: str, problems: list[str]) -> E | None:
+    try:
+        return kind(stored)
+    except ValueError:
+        problems.append(f"its {column} {stored!r} is not one this rota knows")
+        return None
 
 
 def to_change(data: Mapping[Any, Any]) -> ScheduleChange:
@@ -236,3 +361,32 @@ def aware(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=timezone.utc)
+
+
+class ReportedRows:
+    """The unreadable rows one store (its ``Database``) has logged, so that each is logged once,
+    not at every poll that meets it again: the ``REPORTED_ROWS`` met most lately (a row
+    forgotten, after that many others, is logged again when met)."""
+
+    def __init__(self, limit: int = REPORTED_ROWS) -> None:
+        self.limit = limit
+        self._seen: OrderedDict[UnreadableRow, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def report(self, row: UnreadableRow) -> None:
+        """Log ``row`` unless it was logged lately (the same kind, key and problem)."""
+        with self._lock:
+            seen = row in self._seen
+            self._seen[row] = None
+            self._seen.move_to_end(row)
+            if len(self._seen) > self.limit:
+                self._seen.popitem(last=False)
+        if seen:
+            return
+        logger.warning(
+            "the row of %s %s cannot be read, and is left alone (rota check lists it): %s",
+            row.kind,
+            visible(row.key),
+            visible(row.problem),
+            extra={"event": "row.unreadable", "kind": row.kind, "key": row.key},
+        )

@@ -26,9 +26,11 @@ from rota.core.schedules import (
     ScheduleState,
     ScheduleStats,
 )
+from rota.errors import StoreError
 from rota.store.database import Database
 from rota.store.history import ScheduleHistory
 from rota.store.rows import aware, job_values, to_schedule
+from rota.store.values import UnreadableRow
 
 LIVE = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
 ACTIONS = {
@@ -47,12 +49,13 @@ class SqlSchedules:
 
     def upsert(
         self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
-    ) -> tuple[Schedule, Edit | None]:
+    ) -> tuple[Schedule | None, Edit | None]:
         """Create the schedule, or bring its definition up to date (``schedule_edits.sync``):
-        the schedule as it now is, and the change made (``None`` for none or a creation)."""
+        the schedule as it now is, and the change made (``None`` for none or a creation).  A
+        row of that name that cannot be read is left as it is: ``(None, None)``."""
         table = self.table
 
-        def work(connection: Connection) -> tuple[Schedule, Edit | None]:
+        def work(connection: Connection) -> tuple[Schedule | None, Edit | None]:
             row = connection.execute(
                 select(table).where(table.c.name == spec.name).with_for_update()
             ).first()
@@ -72,10 +75,14 @@ class SqlSchedules:
                     )
                     self.history.record(connection, [entry])
                 row = connection.execute(select(table).where(table.c.name == spec.name)).one()
-                return to_schedule(row._mapping), None
-            edit = sync(to_schedule(row._mapping), spec, first_run)
+                return self._read(row._mapping), None
+            found = to_schedule(row._mapping)
+            if isinstance(found, UnreadableRow):
+                self.database.reported.report(found)
+                return None, None
+            edit = sync(found, spec, first_run)
             if edit is None:
-                return to_schedule(row._mapping), None
+                return found, None
             applied = self._apply(connection, spec.name, edit, actor, now)
             assert applied is not None, "the row is locked"
             return applied, edit
@@ -114,17 +121,29 @@ class SqlSchedules:
         entry = ScheduleChange(name, now, edit.action, actor, edit.old, edit.new)
         self.history.record(connection, [entry])
         row = connection.execute(select(table).where(table.c.name == name)).one()
-        return to_schedule(row._mapping)
+        return self._read(row._mapping)
+
+    def _read(self, row: Mapping[Any, Any]) -> Schedule:
+        """The schedule of a row its caller needs: one that cannot be read is a ``StoreError``
+        naming it (and logged once)."""
+        read = to_schedule(row)
+        if isinstance(read, UnreadableRow):
+            self.database.reported.report(read)
+            raise StoreError(f"schedule {read.key!r} cannot be read: {read.problem}")
+        return read
 
     def get(self, name: str) -> Schedule | None:
         rows = self.database.fetch(select(self.table).where(self.table.c.name == name))
-        return to_schedule(rows[0]._mapping) if rows else None
+        return self._read(rows[0]._mapping) if rows else None
 
     def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]:
+        """By name; the rows that cannot be read left out (and logged once)."""
         query = select(self.table).order_by(self.table.c.name)
         if states:
             query = query.where(self.table.c.state.in_([state.value for state in states]))
-        return [to_schedule(row._mapping) for row in self.database.fetch(query)]
+        return self.database.readable(
+            to_schedule(row._mapping) for row in self.database.fetch(query)
+        )
 
     def due(self, now: datetime, limit: int) -> list[Schedule]:
         table = self.table
@@ -134,7 +153,9 @@ class SqlSchedules:
             .order_by(table.c.next_run_at)
             .limit(limit)
         )
-        return [to_schedule(row._mapping) for row in self.database.fetch(query)]
+        return self.database.readable(
+            to_schedule(row._mapping) for row in self.database.fetch(query)
+        )
 
     def next_due(self) -> datetime | None:
         ((value,),) = self.database.fetch(self.next_due_query())

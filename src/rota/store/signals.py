@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from rota.errors import TransientStoreError
+from rota.errors import TransientStoreError, unchained
 from rota.store.database import Database
 
 
@@ -81,4 +81,4 @@ class ListeningConnection:
             yield
         except self._driver_error as error:
             message = self._hide(f"{type(error).__name__}: {error}")
-            raise TransientStoreError(f"listening for new jobs: {message}") from None
+            unchained(TransientStoreError(f"listening for new jobs: {message}"))

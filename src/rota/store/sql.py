@@ -2,7 +2,8 @@
 
 It holds no SQL of its own: each call goes to the sibling that owns the tables involved —
 ``jobs.py`` (a job's life), ``reads.py`` (inspection), ``cluster.py`` (workers, leases, paused
-queues), ``schedules.py`` and ``migrate.py`` — all over one shared ``Database``.
+queues), ``schedules.py``, ``unreadable.py`` and ``migrate.py`` — all over one shared
+``Database``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import DEFAULT_TABLE_PREFIX, Schema, jobs_channel
 from rota.store.signals import ListeningConnection
-from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo
+from rota.store.unreadable import SqlUnreadable
+from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 
 def open_store(
@@ -63,6 +65,7 @@ class SqlStore:
         self._cluster = SqlCluster(database)
         self._lender = Lender(database)
         self._outlook = SqlOutlook(database, self._jobs, self.schedules)
+        self._unreadable = SqlUnreadable(database)
 
     @property
     def engine(self) -> Engine:
@@ -89,6 +92,9 @@ class SqlStore:
 
     def server_clock(self) -> ClockReading | None:
         return self.database.server_clock()
+
+    def unreadable(self, limit: int) -> list[UnreadableRow]:
+        return self._unreadable.rows(limit)
 
     def outlook(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         return self._outlook.look(queues, tasks, now)

@@ -1,6 +1,6 @@
 """The values the ``Store`` protocol returns besides rota's own model (``rota.core.model``):
-what a connection found of the server and the schema, a job as lists show it, and an idle
-worker's outlook."""
+what a connection found of the server and the schema, a job as lists show it, a row that
+cannot be read, and an idle worker's outlook."""
 
 from __future__ import annotations
 
@@ -71,6 +71,22 @@ class JobSummary:
     started_at: datetime | None = None
     failures: int = 0
     """How many of its attempts failed (the length of the job's ``errors``)."""
+    unknown_state: str | None = None
+    """The row's state when rota does not know it (``state`` is then ``UNKNOWN``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableRow:
+    """A row this rota cannot read in full (written by a newer rota, or by hand): left alone
+    by whatever cannot use it, logged once by each process that meets it (``reported``), and
+    listed by ``rota check``."""
+
+    kind: str
+    """``job``, ``worker`` or ``schedule``."""
+    key: str
+    """The job's id, the worker's id or the schedule's name."""
+    problem: str
+    """What cannot be read, quoting the stored text."""
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ def upsert(
     schedules: ScheduleStore, definition: ScheduleSpec, first_run: datetime, now: datetime
 ) -> Schedule:
     """Upsert as code does at start; the schedule as it now is."""
-    return schedules.upsert(definition, first_run, now, "code")[0]
+    schedule, _ = schedules.upsert(definition, first_run, now, "code")
+    assert schedule is not None, "the row is readable"
+    return schedule
 
 
 def tick(at: datetime = START, name: str = "nightly") -> list[NewJob]:

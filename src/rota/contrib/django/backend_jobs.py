@@ -36,9 +36,12 @@ STATUSES = {
     JobState.SUCCEEDED: "SUCCESSFUL",
     JobState.FAILED: "FAILED",
     JobState.CANCELLED: "FAILED",
+    JobState.UNKNOWN: "READY",
 }
 """``TaskResultStatus`` values (by value: django-stubs types the members themselves as ``...``).
-A paused job is waiting to be run again; a cancelled one will never succeed."""
+A paused job is waiting to be run again; a cancelled one will never succeed; one in a state
+this rota does not know (a newer rota's) has not ended as far as it can tell, as
+``rota.result`` sees it."""
 
 KNOWN: dict[str, Task[..., Any]] = {}
 """The Django tasks validated in this process by module path: what a job's task name maps back

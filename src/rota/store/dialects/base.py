@@ -36,6 +36,7 @@ from rota.errors import (
 )
 from rota.store.base import StatementTooLarge
 from rota.store.dialects.pooling import watch_pool
+from rota.store.dialects.translation import ConnectFailure, Translation
 from rota.store.secrets import decoded, hide
 from rota.store.values import ServerInfo
 
@@ -182,14 +183,15 @@ class Dialect:
         holding the password (PyMySQL's ``UnicodeEncodeError`` for a password beyond Latin-1)
         or the whole connection string (psycopg's for one that is not UTF-8), so it becomes a
         ``ConfigError`` (an encoding, an option the driver refused) or a ``StoreError``, which
-        says nothing of either and is raised unchained.
+        says nothing of either and is raised unchained, carried to ``translate_errors`` by a
+        ``ConnectFailure``.
         """
         try:
             return driver.connect(*cargs, **self.connect_params(driver.driver, cparams))
         except driver.loaded_dbapi.Error:
             raise
         except Exception as error:
-            unchained(connect_failure(driver.driver, error, cparams))
+            unchained(ConnectFailure(connect_failure(driver.driver, error, cparams)))
 
     def connect_params(self, driver: str, params: dict[str, Any]) -> dict[str, Any]:
         """The keywords of the driver's ``connect()``, as this backend needs them."""
@@ -330,25 +332,17 @@ class Dialect:
         ``configure``); it is transient, since the next connections reach the new writer."""
         return False
 
-    @contextlib.contextmanager
-    def translate_errors(self, hide_secrets: Callable[[str], str] = str) -> Iterator[None]:
-        """Map driver exceptions to rota's errors, chaining the original.
+    def translate_errors(self, hide_secrets: Callable[[str], str] = str) -> Translation:
+        """Map driver exceptions to rota's errors (``translation``).
 
         A value the database refused (a NUL byte in PostgreSQL text, a number out of range) is
         the caller's ``InvalidArguments``; a statement too large, ``StatementTooLarge``; a
         transient failure is a ``TransientStoreError``; anything else a ``StoreError``.
-        ``hide_secrets`` takes the URL's secrets out of the message; should the driver's text
-        hold one, the original is not chained either.
+        ``hide_secrets`` takes the URL's secrets out of the message; the driver's error is
+        chained to a statement's error only, never to one of connecting, nor when its text
+        held a secret.
         """
-        try:
-            yield
-        except sa_exc.DBAPIError as error:
-            shown = f"{type(error.orig).__name__}: {error.orig}"
-            hidden = hide_secrets(shown)
-            translated = self.translated(error, hidden)
-            if hidden != shown or hide_secrets(str(error)) != str(error):
-                unchained(translated)
-            raise translated from error
+        return Translation(self.translated, hide_secrets)
 
     def translated(self, error: sa_exc.DBAPIError, message: str) -> RotaError:
         if self.too_large(error.orig):  # before the lost connection it also is
