@@ -256,7 +256,9 @@ class Dialect:
         return query.with_for_update(skip_locked=True)
 
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
-        """An INSERT that skips rows hitting a unique key instead of failing the transaction."""
+        """An INSERT that skips rows hitting a unique key instead of failing the transaction.
+        Its row count does not say how many it inserted: MySQL counts a skipped row as matched,
+        and SQLAlchemy keeps no count of an INSERT on psycopg."""
         raise NotImplementedError
 
     def insert_ids(
