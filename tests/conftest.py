@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Engine
 
 from rota import Rota
+from rota.store.schema import notify_function
 from rota.store.urls import normalise_url
 from rota.testing import FakeClock
 from tests.helpers import sql_store
@@ -124,14 +125,18 @@ def server_url(backend: str) -> str:
 
 
 def drop_prefixed_tables(url: str, prefix: str) -> None:
+    """Drop the tables named with ``prefix`` and PostgreSQL's trigger function, each name quoted
+    as SQLAlchemy and the migrations quote it (a prefix with capitals keeps its case)."""
     engine = create_engine(normalise_url(url))
+    quote = engine.dialect.identifier_preparer.quote
     try:
         with engine.begin() as connection:
             for name in inspect(connection).get_table_names():
                 if name.startswith(prefix):
-                    connection.execute(text(f"DROP TABLE {name}"))
+                    connection.execute(text(f"DROP TABLE {quote(name)}"))
             if connection.dialect.name == "postgresql":  # the trigger's, of migration 0008
-                connection.execute(text(f"DROP FUNCTION IF EXISTS {prefix}notify_new_jobs()"))
+                function = quote(notify_function(prefix))
+                connection.execute(text(f"DROP FUNCTION IF EXISTS {function}()"))
     finally:
         engine.dispose()
 

@@ -38,6 +38,24 @@ def through(url: str, driver: str | None) -> str:
     return parsed.set(drivername=f"mysql+{driver}").render_as_string(False)
 
 
+MYSQL8_SQL_MODE = (
+    "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+    "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+)
+"""MySQL 8.0's and 8.4's default ``sql_mode`` (MariaDB 10.11's lacks the first three)."""
+
+
+def in_mysql8_mode(url: str) -> str:
+    """``url`` whose MySQL or MariaDB sessions run in ``MYSQL8_SQL_MODE``, set by the driver's
+    ``init_command`` as each connection opens (both drivers take it from the URL's query), so
+    that rota does not know; a URL of another backend as it is."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() not in ("mysql", "mariadb"):
+        return url
+    command = f"SET SESSION sql_mode = '{MYSQL8_SQL_MODE}'"
+    return parsed.update_query_dict({"init_command": command}).render_as_string(False)
+
+
 async def eventually(
     check: Callable[[], object], timeout: float = 10.0, every: float = 0.02
 ) -> None:

@@ -126,7 +126,8 @@ class RotaConfig:
 
 
 def check_table_prefix(prefix: object) -> str:
-    """Table names are built from the prefix, so it is kept to what every backend takes bare."""
+    """Table names are built from the prefix, so it is kept to identifier characters; capitals
+    are kept (rota quotes every name it writes, so PostgreSQL does not fold their case)."""
     if (
         not isinstance(prefix, str)
         or not prefix.isascii()

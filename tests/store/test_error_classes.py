@@ -3,7 +3,9 @@
 PyMySQL 1.2 started to carry the server's SQLSTATE, which for a deadlock (``40001``) says
 nothing about the error number that tells it apart; the number must decide. A failover's errors
 are transient (issue 21), and those of a server that answers but takes no writes (a replica, a
-Galera node outside the primary component) also drop the whole pool: ``refuses_writes``.
+Galera node outside the primary component) also drop the whole pool: ``refuses_writes``. MySQL
+Group Replication undoes a transaction that fails certification (3101, or 3100 from its commit
+hook): repeated as a deadlock is.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def mysql_error(errno: int, sqlstate: str | None) -> sa_exc.DBAPIError:
         pytest.param(1792, "25006", True, False, True, id="read-only-transaction"),
         pytest.param(1047, "08S01", True, False, True, id="galera-node-not-ready"),
         pytest.param(1180, "HY000", True, False, False, id="error-during-commit"),
+        pytest.param(3101, "40000", True, True, False, id="group-replication-certification"),
+        pytest.param(3100, "HY000", True, True, False, id="group-replication-commit-hook"),
         pytest.param(2026, "HY000", False, False, False, id="ssl-handshake"),
         pytest.param(1146, "42S02", False, False, False, id="no-such-table"),
     ],

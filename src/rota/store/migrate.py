@@ -141,7 +141,8 @@ def drop(database: Database) -> None:
     if it exists: what ``upgrade`` made, named as the schema and migration 0008 name them
     rather than by matching names, so another prefix's or application's tables stay."""
     version = Table(_version_table(database.table_prefix), MetaData())
-    function = notify_function(database.table_prefix)
+    quote = database.engine.dialect.identifier_preparer.quote
+    function = quote(notify_function(database.table_prefix))
 
     def drop_all(connection: Connection) -> None:
         database.schema.metadata.drop_all(connection)

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, case, false, func, select, update
+from sqlalchemy import Select, and_, case, false, func, insert, select, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -68,8 +69,7 @@ class SqlSchedules:
                     "created_at": now,
                     "updated_at": now,
                 }
-                statement = self.database.dialect.insert_ignoring_duplicates(table, [values])
-                if connection.execute(statement).rowcount:
+                if self._insert_new(connection, values):
                     entry = ScheduleChange(
                         spec.name, now, ScheduleAction.CREATED, actor, None, created(spec)
                     )
@@ -88,6 +88,22 @@ class SqlSchedules:
             return applied, edit
 
         return self.database.transaction(work)
+
+    def _insert_new(self, connection: Connection, values: dict[str, Any]) -> bool:
+        """Insert the schedule unless another transaction did meanwhile (its name is unique,
+        and a racing insert waits for the other's commit): whether this one did.
+
+        A plain INSERT in a savepoint, whose duplicate-key error says so on every backend: the
+        row count of an INSERT that skipped a duplicate cannot tell, since MySQL's drivers count
+        the duplicate matched (``CLIENT_FOUND_ROWS``) and SQLAlchemy keeps no count of an
+        INSERT on psycopg (-1).
+        """
+        try:
+            with connection.begin_nested():
+                connection.execute(insert(self.table).values(values))
+        except sa_exc.IntegrityError:
+            return False
+        return True
 
     def change(
         self, name: str, version: int, edit: Edit, actor: str, now: datetime

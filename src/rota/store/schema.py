@@ -39,11 +39,16 @@ FINISHED_INDEX = ("finished_at", "state", "queue", "task")
 dashboard's chart read the index alone, never a row; the prune's oldest-first scan uses its
 first column."""
 
+TABLE_OPTIONS = {"engine": "InnoDB", "charset": "utf8mb4", "collate": "utf8mb4_bin"}
+"""Every table on MySQL and MariaDB: InnoDB, and text compared byte for byte (task and queue
+names, unique keys and schedule names are told apart by case)."""
 MYSQL_TABLE_OPTIONS: dict[str, Any] = {
-    "mysql_engine": "InnoDB",
-    "mysql_charset": "utf8mb4",
-    "mysql_collate": "utf8mb4_bin",
+    f"{dialect}_{option}": value
+    for dialect in ("mysql", "mariadb")
+    for option, value in TABLE_OPTIONS.items()
 }
+"""``TABLE_OPTIONS`` under both of SQLAlchemy's names: its MariaDB dialect (a ``mariadb://``
+URL, whatever the driver) reads only ``mariadb_`` options, its MySQL dialect ``mysql_`` ones."""
 
 
 @dataclass(frozen=True)

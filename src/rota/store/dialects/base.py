@@ -12,8 +12,8 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import math
 import socket
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -44,8 +44,9 @@ logger = logging.getLogger("rota.store")
 MIGRATION_LOCK = "rota_migrate"
 LOCK_NAME_LIMIT = 64
 """MySQL's longest lock name."""
-LOCK_POLL = 1.0
-"""Longest single wait for the migration lock, well below any read timeout."""
+LOCK_POLL = 1
+"""Seconds of one try at the migration lock: whole (MySQL's ``GET_LOCK`` takes whole seconds),
+and well below any read timeout."""
 KEEPALIVE_PROBES = 3
 
 
@@ -245,16 +246,13 @@ class Dialect:
                 connection.commit()
 
     def take_lock(self, connection: Connection, name: str, timeout: float) -> bool:
-        """Take the session-level named lock ``name``, waiting up to ``timeout`` seconds in
-        short tries (a statement blocked for long would look like a dead link); whether it
-        was taken."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if self.try_lock(connection, name, max(0.0, min(LOCK_POLL, remaining))):
-                return True
-            if remaining <= 0:
-                return False
+        """Take the session-level named lock ``name`` in tries of ``LOCK_POLL`` seconds (a
+        statement blocked for long would look like a dead link), as many as ``timeout`` takes,
+        rounded up, and at least one; whether it was taken. The tries are counted, not timed:
+        a try that returns at once (a server that rounds its wait down) cannot make a busy
+        loop."""
+        tries = max(1, math.ceil(timeout / LOCK_POLL))
+        return any(self.try_lock(connection, name, LOCK_POLL) for _ in range(tries))
 
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
         """One try at the named lock, taking up to ``wait`` seconds.  A backend without
@@ -268,7 +266,9 @@ class Dialect:
         return query.with_for_update(skip_locked=True)
 
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
-        """An INSERT that skips rows hitting a unique key instead of failing the transaction."""
+        """An INSERT that skips rows hitting a unique key instead of failing the transaction.
+        Its row count does not say how many it inserted: MySQL counts a skipped row as matched,
+        and SQLAlchemy keeps no count of an INSERT on psycopg."""
         raise NotImplementedError
 
     def insert_ids(

@@ -3,6 +3,10 @@
 MySQL 8 versus MariaDB, as far as rota is concerned:
 
 * ``SELECT ... FOR UPDATE SKIP LOCKED``: MySQL 8.0.1+, MariaDB 10.6+; older servers are refused.
+  The version is read from ``@@version`` (``server_release``): MySQL's ``8.0.36`` or
+  ``8.4.3-log``, MariaDB's ``10.11.19-MariaDB-0+deb12u1`` (before 11.0, ``5.5.5-10.11.6-MariaDB``
+  as the handshake gives it), Aurora MySQL 3's community version with ``@@aurora_version``, or
+  the engine version ``8.0.mysql_aurora.3.05.2`` (every Aurora MySQL 3 is MySQL 8.0.23 or later).
 * ``RETURNING``: MariaDB has ``INSERT/DELETE ... RETURNING`` but MySQL has none, and neither has
   ``UPDATE ... RETURNING``; rota never uses it on either and reads ids from ``lastrowid``.
 * A multi-row ``INSERT ... VALUES`` is a "simple insert": InnoDB reserves its ids in one step,
@@ -14,7 +18,8 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   libmysqlclient), a connect timeout as 2013 and an unknown host as 2005: all are transient,
   so a worker waits for its server on either driver. Deadlock (1213) and lock-wait timeout
   (1205) are the same on both; MySQL 8 also reports 3572 only for ``NOWAIT``, which rota never
-  uses.
+  uses. Group Replication undoes a transaction that fails certification, reported as 3101
+  (or 3100, the ``before_commit`` hook's error): repeated as a deadlock is.
 * Failover (issue 21): a server that answers but takes no writes reports 1290 (running with
   ``--read-only``, MySQL's ``--super-read-only`` too), 1836 (read-only mode) or 1792
   (read-only transaction); a Galera node outside the primary component 1047 ("WSREP has not
@@ -40,7 +45,8 @@ MySQL 8 versus MariaDB, as far as rota is concerned:
   read, up to three times ``read_timeout`` in all (a write: twice ``write_timeout``). A read
   timeout cannot tell a dead link from a long wait, so it must stay above the
   longest wait rota's statements can meet: a row-lock wait of ``innodb_lock_wait_timeout``
-  (50 s by default on both); the migration lock waits in ``GET_LOCK`` tries of 1 s. MySQL 8 has
+  (50 s by default on both); the migration lock waits in ``GET_LOCK`` tries of 1 s (MySQL reads
+  the timeout as whole seconds: 0.3 would be 0, no wait at all). MySQL 8 has
   ``MAX_EXECUTION_TIME`` and MariaDB ``max_statement_time``, server-side bounds on how long a
   statement runs; neither notices a dead link (the server cannot tell the client), so rota sets
   none. MySQL 8 closes idle sessions after ``wait_timeout`` with error 4031 first, MariaDB
@@ -52,8 +58,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import socket
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, Table, event, text
@@ -69,13 +77,14 @@ from rota.store.dialects.base import (
     Dialect,
     insert_statement,
     lost_connection,
-    server_version,
 )
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 from rota.store.secrets import encoded
 from rota.store.values import ServerInfo
 
-CONFLICT = frozenset({1205, 1213})
+CONFLICT = frozenset({1205, 1213, 3100, 3101})
+"""The transaction was undone: lock-wait timeout, deadlock (Galera's certification failure too),
+Group Replication's certification failure (3101, or 3100 from its commit hook)."""
 NOT_WRITABLE = frozenset({1047, 1290, 1792, 1836})
 """The server answers but cannot take rota's writes: a replica, a Galera node not ready."""
 TRANSIENT = CONFLICT | NOT_WRITABLE | {1040, 1180, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
@@ -83,6 +92,8 @@ PACKET_TOO_LARGE = 1153
 """A statement larger than ``max_allowed_packet``: the server refuses it and closes the
 connection (a much larger one may instead be cut off as a lost connection, 2006 or 2013)."""
 WRITE_SETTINGS = (
+    "version",
+    "aurora_version",
     "read_only",
     "super_read_only",
     "innodb_read_only",
@@ -90,9 +101,16 @@ WRITE_SETTINGS = (
     "hostname",
     "port",
 )
-"""The server variables that tell where a connection is and whether it takes writes; one the
-server lacks (MariaDB has no ``super_read_only``, MySQL no ``wsrep_on``) is left out of its
-answer."""
+"""The server variables that tell what the server is, where a connection is and whether it takes
+writes; one the server lacks (MariaDB has no ``super_read_only``, MySQL no ``wsrep_on``, only
+Aurora has ``aurora_version``) is left out of its answer."""
+MINIMUM = {"MariaDB": (10, 6), "MySQL": (8, 0, 1)}
+"""The first release of each with ``SKIP LOCKED``."""
+AURORA_8 = (8, 0, 23)
+"""The MySQL every Aurora MySQL 3 (the 8.0 line) is at least."""
+MARIADB_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)-MariaDB", re.IGNORECASE)
+AURORA_ENGINE = re.compile(r"(\d+)\.(\d+)\.mysql_aurora\.([\d.]+)")
+MYSQL_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 INSERT_CHUNK = 1000
 STATEMENT_BYTES = 500_000
 MYSQLDB_STATEMENT_BYTES = 60_000
@@ -159,39 +177,22 @@ class MySQLDialect(Dialect):
                     connection.tune(sock)
 
     def describe_server(self, connection: Connection) -> ServerInfo:
-        """MariaDB 10.6+ or MySQL 8.0.1+; an older one is described with the reason it is not
-        enough."""
-        version = connection.dialect.server_version_info or ()
-        mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
-        product = "MariaDB" if mariadb else "MySQL"
-        minimum = (10, 6) if mariadb else (8, 0, 1)
-        text_version = server_version(connection)
-        if tuple(version[: len(minimum)]) >= minimum:
-            return self.described(connection, ServerInfo(product, text_version, "yes"))
-        needed = ".".join(map(str, minimum))
-        problem = f"{product} {text_version} has no SKIP LOCKED; rota needs {needed} or later"
-        return self.described(connection, ServerInfo(product, text_version, "no", problem))
-
-    def whereabouts(self, connection: Connection) -> tuple[str | None, str | None]:
-        """The URL's host and port with the node the server calls itself (``@@hostname``,
-        ``@@port``: behind a proxy, the only way to tell which node answered); read-only when
-        ``read_only``, MySQL's ``super_read_only`` or ``innodb_read_only`` is on, or on a
-        Galera node (``wsrep_on``) that is not ready (``wsrep_ready``)."""
-        url = connection.engine.url
+        """MariaDB 10.6+ or MySQL 8.0.1+ (``server_release``), where the connection is and
+        whether the server takes writes, in one round trip (two on Galera); an older server,
+        or one whose version cannot be read, is described with the reason it is not enough."""
         settings = _settings(connection)
-        node = f"{settings.get('hostname')}:{settings.get('port')}"
-        reached = f"{url.host or 'localhost'}:{url.port or 3306} (node {node})"
-        for name in ("super_read_only", "read_only", "innodb_read_only"):
-            if settings.get(name) == "ON":
-                return reached, f"{name} is on (a replica, or a primary being demoted)"
-        if settings.get("wsrep_on") == "ON":
-            ready = connection.exec_driver_sql("SHOW GLOBAL STATUS LIKE 'wsrep_ready'").first()
-            if ready is not None and ready[1] != "ON":
-                return (
-                    reached,
-                    "wsrep_ready is OFF: this Galera node is not in the primary component",
-                )
-        return reached, None
+        release = server_release(settings.get("version", ""), settings.get("aurora_version"))
+        reached, read_only = _whereabouts(connection, settings)
+        minimum = MINIMUM[release.product]
+        if release.number[: len(minimum)] >= minimum:
+            problem = None
+        elif release.number:
+            needed = ".".join(map(str, minimum))
+            problem = f"{release} has no SKIP LOCKED; rota needs {needed} or later"
+        else:
+            problem = f"cannot tell the version of {release}; rota needs MySQL 8.0.1 or later"
+        skip_locked = "no" if problem else "yes"
+        return ServerInfo(release.product, release.shown, skip_locked, problem, reached, read_only)
 
     def server_time_query(self) -> str:
         return "SELECT UTC_TIMESTAMP(6)"
@@ -234,10 +235,12 @@ class MySQLDialect(Dialect):
         return self.claim_rows(connection, table, rows, values)
 
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
-        """``GET_LOCK``: 1 when taken, 0 when the wait ran out, NULL on an error (a killed
-        session), which is no lock either."""
+        """``GET_LOCK`` waiting ``wait`` seconds rounded up to whole ones, at least one (MySQL
+        reads its timeout as whole seconds: 0.3 would not wait at all): 1 when taken, 0 when
+        the wait ran out, NULL on an error (a killed session), which is no lock either."""
+        seconds = max(1, math.ceil(wait))
         taken = connection.execute(
-            text("SELECT GET_LOCK(:name, :wait)"), {"name": name, "wait": wait}
+            text("SELECT GET_LOCK(:name, :wait)"), {"name": name, "wait": seconds}
         )
         return taken.scalar() == 1
 
@@ -271,6 +274,62 @@ def _driver_socket(dbapi_connection: Any) -> Iterator[socket.socket | None]:
         return
     with socket.socket(fileno=os.dup(fileno())) as duplicate:
         yield duplicate
+
+
+@dataclass(frozen=True)
+class Release:
+    """A server's product and version, as ``server_release`` reads them."""
+
+    product: str
+    """``MySQL`` or ``MariaDB``."""
+    number: tuple[int, ...]
+    """What its features are compared by; empty when the version could not be read."""
+    shown: str
+
+    def __str__(self) -> str:
+        return f"{self.product} {self.shown}"
+
+
+def server_release(version: str, aurora: str | None = None) -> Release:
+    """What ``@@version`` (and Aurora's ``@@aurora_version``) say the server is.
+
+    MariaDB names itself after its version; an Aurora engine version gives only the MySQL line
+    (8.0), whose every release is ``AURORA_8`` or later; anything else is MySQL, read from its
+    first three numbers (a suffix such as ``-log`` or Percona's ``-28`` is left out).
+    """
+    mariadb = MARIADB_RELEASE.search(version)
+    if mariadb is not None:
+        return Release("MariaDB", tuple(map(int, mariadb.groups())), ".".join(mariadb.groups()))
+    engine = AURORA_ENGINE.match(version)
+    if engine is not None:
+        line = (int(engine[1]), int(engine[2]))
+        number = AURORA_8 if line == AURORA_8[:2] else line
+        return Release("MySQL", number, f"{engine[1]}.{engine[2]} (Aurora MySQL {engine[3]})")
+    mysql_release = MYSQL_RELEASE.match(version)
+    if mysql_release is None:
+        return Release("MySQL", (), repr(version))
+    shown = ".".join(mysql_release.groups())
+    if aurora:
+        shown += f" (Aurora MySQL {aurora})"
+    return Release("MySQL", tuple(map(int, mysql_release.groups())), shown)
+
+
+def _whereabouts(connection: Connection, settings: Mapping[str, str]) -> tuple[str, str | None]:
+    """The URL's host and port with the node the server calls itself (``@@hostname``,
+    ``@@port``: behind a proxy, the only way to tell which node answered); read-only when
+    ``read_only``, MySQL's ``super_read_only`` or ``innodb_read_only`` is on, or on a Galera
+    node (``wsrep_on``) that is not ready (``wsrep_ready``)."""
+    url = connection.engine.url
+    node = f"{settings.get('hostname')}:{settings.get('port')}"
+    reached = f"{url.host or 'localhost'}:{url.port or 3306} (node {node})"
+    for name in ("super_read_only", "read_only", "innodb_read_only"):
+        if settings.get(name) == "ON":
+            return reached, f"{name} is on (a replica, or a primary being demoted)"
+    if settings.get("wsrep_on") == "ON":
+        ready = connection.exec_driver_sql("SHOW GLOBAL STATUS LIKE 'wsrep_ready'").first()
+        if ready is not None and ready[1] != "ON":
+            return reached, "wsrep_ready is OFF: this Galera node is not in the primary component"
+    return reached, None
 
 
 def _errno(original: BaseException | None) -> int | None:

@@ -21,8 +21,11 @@ depends_on = None
 
 
 def names() -> tuple[str, str, str]:
+    """The table and the function quoted as SQLAlchemy quotes them (a prefix with capitals keeps
+    its case, which PostgreSQL would otherwise fold), and the channel, a string."""
     prefix = context.config.attributes["table_prefix"]
-    return f"{prefix}jobs", notify_function(prefix), jobs_channel(prefix)
+    quote = op.get_context().dialect.identifier_preparer.quote
+    return quote(f"{prefix}jobs"), quote(notify_function(prefix)), jobs_channel(prefix)
 
 
 def upgrade() -> None:

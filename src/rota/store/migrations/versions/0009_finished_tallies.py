@@ -38,10 +38,8 @@ def upgrade() -> None:
         **MYSQL_TABLE_OPTIONS,
     )
     # Nothing folded yet: the first fold starts from the oldest finished job.
-    op.execute(
-        f"INSERT INTO {prefix}tally_mark (id, folded_until) "
-        "VALUES (1, '1970-01-01 00:00:00.000000')"
-    )
+    mark = op.get_context().dialect.identifier_preparer.quote(f"{prefix}tally_mark")
+    op.execute(f"INSERT INTO {mark} (id, folded_until) VALUES (1, '1970-01-01 00:00:00.000000')")
 
 
 def downgrade() -> None:
