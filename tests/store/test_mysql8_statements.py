@@ -51,6 +51,7 @@ def every_upsert(store: SqlStore) -> None:
     assert store.set_queues_paused(["reports"], True, START) == ["reports"]
     spec = ScheduleSpec("nightly", "t", "* * * * *", "UTC", "{}", "default", 0, ScheduleSource.CODE)
     schedule, _ = store.schedules.upsert(spec, START, START, "code")
+    assert schedule is not None
     tick = [new(schedule="nightly", scheduled_at=START)]
     assert store.schedules.fire(schedule, START + MINUTE, tick, START)
 

@@ -51,7 +51,9 @@ def test_two_racing_upserts_record_one_creation(db: Database, stores: list[SqlSt
 
     def create(store: SqlStore) -> None:
         try:
-            results.append(store.schedules.upsert(spec, START, START, "code")[0])
+            schedule, _ = store.schedules.upsert(spec, START, START, "code")
+            assert schedule is not None
+            results.append(schedule)
         except BaseException as error:
             errors.append(error)
             both_inserting.abort()
