@@ -27,7 +27,7 @@ owner, so a worker that finishes after its job was rescued changes nothing.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -95,6 +95,10 @@ class Transition:
     result: str | None = None
     snoozes: int | None = None
     """The job's new snooze count, when the transition changes it."""
+    held: int | None = None
+    """For a running job, the attempt it was held at: the store applies the transition only
+    while the job is still at that attempt, so that the late outcome of a claim that lost its
+    lease never lands on a later claim of the same job by the same worker."""
 
     def __post_init__(self) -> None:
         if (self.source, self.target) not in EDGES:
@@ -117,6 +121,12 @@ def after_attempt(
     rng: random.Random,
 ) -> Transition:
     """Decide where a running job goes once its attempt has ended."""
+    return replace(_after_attempt(job, outcome, now, policy, rng), held=job.attempt)
+
+
+def _after_attempt(
+    job: Job, outcome: Outcome, now: datetime, policy: RetryPolicy, rng: random.Random
+) -> Transition:
     if outcome.kind is OutcomeKind.SUCCEEDED:
         return Transition(
             job.id, JobState.RUNNING, JobState.SUCCEEDED, job.attempt, now, result=outcome.result
@@ -135,6 +145,10 @@ def after_attempt(
 
 def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> Transition:
     """Decide where a running job goes when its worker stopped renewing the lease."""
+    return replace(_rescue(job, now, policy, rng), held=job.attempt)
+
+
+def _rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> Transition:
     if job.cancel_requested:
         return Transition(job.id, JobState.RUNNING, JobState.CANCELLED, job.attempt, now)
     lost = AttemptError(

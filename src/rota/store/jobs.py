@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, case, select, true, update
+from sqlalchemy import Select, Table, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -201,21 +201,23 @@ class SqlJobs:
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied = 0
         succeeded = [t for t in transitions if t.target is JobState.SUCCEEDED]
-        with_results = [t for t in succeeded if t.result is not None]
-        groups = (
-            by_size(with_results, self.database.statement_limit(connection)) if with_results else []
-        )
-        plain = [t.job_id for t in succeeded if t.result is None]
-        if plain:
-            applied += connection.execute(
-                update(jobs).where(jobs.c.id.in_(plain), guard).values(success)
-            ).rowcount
-        for chunk in groups:
-            results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
-            ids = [t.job_id for t in chunk]
-            applied += connection.execute(
-                update(jobs).where(jobs.c.id.in_(ids), guard).values(result=results, **success)
-            ).rowcount
+        for held, alike in _by_held(succeeded).items():
+            at_held = and_(guard, *_held_at(jobs, held))
+            with_results = [t for t in alike if t.result is not None]
+            limit = self.database.statement_limit(connection) if with_results else 0
+            plain = [t.job_id for t in alike if t.result is None]
+            if plain:
+                applied += connection.execute(
+                    update(jobs).where(jobs.c.id.in_(plain), at_held).values(success)
+                ).rowcount
+            for chunk in by_size(with_results, limit) if with_results else []:
+                results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
+                ids = [t.job_id for t in chunk]
+                applied += connection.execute(
+                    update(jobs)
+                    .where(jobs.c.id.in_(ids), at_held)
+                    .values(result=results, **success)
+                ).rowcount
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
@@ -233,7 +235,9 @@ class SqlJobs:
             if t.snoozes is not None:
                 values["snoozes"] = t.snoozes
             applied += connection.execute(
-                update(jobs).where(jobs.c.id == t.job_id, guard).values(values)
+                update(jobs)
+                .where(jobs.c.id == t.job_id, guard, *_held_at(jobs, t.held))
+                .values(values)
             ).rowcount
         ended = [t.job_id for t in transitions if t.target in ENDED_BADLY]
         self.dependencies.cascade(connection, ended, now)
@@ -350,3 +354,16 @@ class SqlJobs:
         that changed nothing answers."""
         found = connection.execute(select(self.table.c.id).where(self.table.c.id == job_id))
         return False if found.first() is not None else None
+
+
+def _by_held(transitions: Sequence[Transition]) -> dict[int | None, list[Transition]]:
+    """Successes by the attempt they were held at: one UPDATE serves each (nearly always one)."""
+    groups: dict[int | None, list[Transition]] = {}
+    for transition in transitions:
+        groups.setdefault(transition.held, []).append(transition)
+    return groups
+
+
+def _held_at(jobs: Table, held: int | None) -> tuple[ColumnElement[bool], ...]:
+    """The compare-and-set's condition on the attempt a transition was decided for."""
+    return () if held is None else (jobs.c.attempt == held,)

@@ -165,6 +165,26 @@ def test_expired_leases_are_rescued_once_and_the_late_worker_changes_nothing(
     assert again.attempt == 2
 
 
+def test_a_late_outcome_of_an_earlier_claim_never_lands_on_the_same_workers_later_claim(
+    store: Store,
+) -> None:
+    """A worker whose lease ran out while its handler still ran may claim the job again; the
+    first run's outcome, reported late, is for an attempt the job is no longer at."""
+    (job_id,) = store.enqueue([new(max_attempts=3)], START)
+    first = claimed(store, job_id)
+    after = START + LEASE + SECOND
+    (expired,) = store.expired_leases(after, 10)
+    assert store.rescue([rescue(expired, after, RetryPolicy(), random.Random(0))], after) == 1
+    second = claimed(store, job_id, now=after)
+    assert (second.attempt, second.lease_owner) == (2, "w1")
+    for kind in (OutcomeKind.RELEASED, OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
+        assert store.complete("w1", [outcome(first, kind, after)], after) == 0
+    still = store.job(job_id)
+    assert still is not None and (still.state, still.attempt) == (JobState.RUNNING, 2)
+    assert store.complete("w1", [outcome(second, OutcomeKind.SUCCEEDED, after)], after) == 1
+    assert state(store, job_id) is JobState.SUCCEEDED
+
+
 def test_cancel_answers_for_pending_paused_running_finished_and_missing(store: Store) -> None:
     pending, paused, running = store.enqueue([new(), new(), new(at=START - SECOND)], START)
     assert claim(store, limit=1) == [running]
