@@ -176,7 +176,13 @@ def unwritable(job: Job, transition: Transition, message: str) -> Transition:
     )
     errors = (*job.errors, error)
     return Transition(
-        job.id, JobState.RUNNING, JobState.FAILED, transition.attempt, transition.at, errors=errors
+        job.id,
+        JobState.RUNNING,
+        JobState.FAILED,
+        transition.attempt,
+        transition.at,
+        errors=errors,
+        held=transition.held,
     )
 
 
