@@ -104,7 +104,7 @@ def failure(job_id: int) -> Transition:
 
 class RefusingStore:
     """A store whose ``complete`` fails with what ``refuse`` gives for a batch (``None``: it
-    writes it), and whose database answers a read while ``answers``."""
+    writes it), and whose database takes a heartbeat while ``answers``."""
 
     def __init__(self, refuse: Callable[[Sequence[Transition]], Exception | None]) -> None:
         self.refuse = refuse
@@ -126,10 +126,12 @@ class RefusingStore:
         self.written.append(list(batch))
         return len(batch)
 
-    def job_state(self, job_id: int) -> JobState:
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
+    ) -> tuple[set[int], set[int]]:
         if not self.answers:
-            raise TransientStoreError("connection refused")
-        return JobState.RUNNING
+            raise TransientStoreError("cannot execute UPDATE in a read-only transaction")
+        return set(), set()
 
     def outcomes(self) -> dict[int, Transition]:
         return {t.job_id: t for batch in self.written for t in batch}

@@ -6,17 +6,18 @@ unregisters, with a bounded number of tries.  Once a batch is written, ``finishe
 ids of its jobs that reached a final state, so that ``rota.result`` waiters of this process
 wake at once instead of at their next poll.
 
-A write that fails is never repeated as it was, so that one batch cannot wedge the reporting
-of every later one.  A batch the database refuses (``StatementTooLarge``: larger than MySQL's
-``max_allowed_packet``; ``InvalidArguments``: a value it will not store) is halved at once.  A
-lost connection halves it too: at once if the database answers a read of the job meanwhile
-(the server cut off an over-large statement, as MariaDB does one far over its limit), after the
-usual back-off if not (it is down; smaller batches cost nothing then).  Each batch written
-doubles the size allowed again.  One job that cannot be written even alone does not hold back
-the others: a success whose result is refused fails instead (``INVALID_RESULT``, not retried,
-as a result over ``max_result_bytes`` does), any other outcome is given up, logged, and its job
-left to lease expiry and a rescue.  Alone, a job whose write loses the connection while the
-database answers is struck and sent after the others; at ``STRIKES`` it is taken as refused.
+A write that fails is never repeated as it was, so that one batch cannot wedge the reporting of
+every later one. A batch the database refuses (``StatementTooLarge``: larger than MySQL's
+``max_allowed_packet``; ``InvalidArguments``: a value it will not store) is halved at once. A
+lost connection halves it too: at once if the database takes a small write meanwhile (the
+server cut off an over-large statement, as MariaDB does one far over its limit), after the
+usual back-off if not (it is down or read-only; smaller batches cost nothing then). Each batch
+written doubles the size allowed again. One job that cannot be written even alone does not hold
+back the others: a success whose result is refused fails instead (``INVALID_RESULT``, not
+retried, as a result over ``max_result_bytes`` does), any other outcome is given up, logged,
+and its job left to lease expiry and a rescue. Alone, a job whose write loses the connection
+while the database takes other writes is struck and sent after the others; at ``STRIKES`` it is
+taken as refused.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from rota.store.base import StatementTooLarge, Store
 
 FINAL_REPORT_ATTEMPTS = 8
 STRIKES = 3
-"""Lost connections of a job's write alone, the database answering in between, before that
-write is taken as refused."""
+"""Lost connections of a job's write alone, the database taking other writes in between,
+before that write is taken as refused."""
 logger = logging.getLogger("rota.worker")
 
 
@@ -179,24 +180,26 @@ class Reports:
             self._give_up(batch[0], error)
 
     async def _lost(self, batch: list[Transition], error: TransientStoreError) -> bool:
-        """A write that lost the connection: when the database answers a read meanwhile, the
-        write itself is the likely cause (a server cutting off an over-large statement), so the
-        batch is halved, or its one job struck and sent after the others, and the writing goes
-        on at once; when it does not answer, the database is down: the batch is halved all the
-        same and the writer backs off.  Whether to go on at once.  A deadlock or lock-wait
+        """A write that lost the connection: when the database takes a small write meanwhile
+        (this worker's heartbeat row), the write itself is the likely cause (a server cutting
+        off an over-large statement), so the batch is halved, or its one job struck and sent
+        after the others, and the writing goes on at once; when it takes none, the database
+        is down or read-only (a failover): the batch is halved all the same and the writer
+        backs off, striking nothing.  Whether to go on at once.  A deadlock or lock-wait
         timeout (``rolled_back``, already repeated by the store) is neither."""
         if error.rolled_back:
             return False
         try:
-            await self._db(self.store.job_state, batch[0].job_id)
+            now = self.clock.now()
+            await self._db(self.store.heartbeat, self.worker_id, [], now, now)
         except StoreError:
-            answers = False
+            writable = False
         else:
-            answers = True
+            writable = True
         if len(batch) > 1:
             self._halve(batch, error)
-            return answers
-        if not answers:
+            return writable
+        if not writable:
             return False
         (transition,) = batch
         self._strikes[transition.job_id] += 1
