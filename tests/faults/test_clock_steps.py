@@ -24,8 +24,8 @@ STEP = 120
 LEASE = 4.0
 """Longer than the other process tests' (2 s), so that a loaded CI machine's late heartbeats
 cannot look like what this test looks for."""
-RUN = 10.0
-"""Seconds the job runs: two and a half leases, seven heartbeats after the step."""
+RUN = 8.0
+"""Seconds the job runs: two leases, half a dozen heartbeats after the step."""
 SERVERS = pytest.mark.parametrize("db", ["mariadb", "postgres"], indirect=True)
 
 
@@ -93,10 +93,12 @@ def test_the_worker_running_a_job_has_its_clock_stepped(
 
 @pytest.mark.slow
 @SERVERS
-@pytest.mark.parametrize("step", [STEP, -STEP])
-def test_another_worker_has_its_clock_stepped_while_a_job_runs(
-    control: Rota, workers: Workers, tmp_path: Path, step: int
+def test_another_worker_has_its_clock_stepped_forward_while_a_job_runs(
+    control: Rota, workers: Workers, tmp_path: Path
 ) -> None:
+    """Forward, the other worker would see the holder's live lease as expired; back, it would
+    only see others' leases as longer-lived (the leases a worker stepped back writes are the
+    first test's)."""
     workers.env["ROTA_TEST_LEASE"] = str(LEASE)
     holder = workers.start()
     job_id = control.queue("long_first_attempt", RUN)
@@ -104,7 +106,7 @@ def test_another_worker_has_its_clock_stepped_while_a_job_runs(
     clock = SteppedClock(tmp_path)
     stepped = workers.start(env=clock.env)
 
-    clock.step(step)
+    clock.step(STEP)
     run_once(control, workers, job_id, holder, stepped)
     quick = control.queue("succeed")
     workers.wait(lambda: control.job(quick).state is JobState.SUCCEEDED, stepped, timeout=10)
