@@ -13,7 +13,11 @@ from datetime import timedelta
 from sqlalchemy.engine import make_url
 
 from rota import Rota
+from rota.runtime.executor import Executor
 from rota.runtime.scheduler import fire_due
+from rota.runtime.settings import WorkerSettings
+from rota.runtime.worker import Worker, WorkerContext
+from rota.store.base import Store
 from rota.store.sql import SqlStore
 from rota.testing import FakeClock
 
@@ -120,3 +124,15 @@ def fire_in_lockstep(
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def hand_built(
+    rota: Rota, executor: Executor, settings: WorkerSettings, store: Store | None = None
+) -> Worker:
+    """A worker of ``rota``'s process built by hand (a test's own executor, settings or store),
+    wired as ``Rota.start()`` wires one; its database calls run in threads."""
+    life = rota._life
+    context = WorkerContext(
+        store or rota.store, executor, settings, rota.events, life.announcer, asyncio.to_thread
+    )
+    return Worker(context)

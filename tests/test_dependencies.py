@@ -123,7 +123,7 @@ def test_a_running_dependency_cancelled_by_its_worker_cancels_its_dependents(
     assert rota.cancel(parent) is True
     assert rota.job(child).state is JobState.PENDING, "asked, not yet cancelled"
     ended = Transition(parent, JobState.RUNNING, CANCELLED, 1, now)
-    assert rota.store.complete("w", [ended], now) == 1
+    assert len(rota.store.complete("w", [ended], now)) == 1
     assert rota.job(child).state is CANCELLED
     assert rota.job(child).errors[-1].code == "DEPENDENCY_FAILED"
 
@@ -135,7 +135,7 @@ def test_a_late_worker_cancels_no_dependent(rota: Rota, clock: FakeClock) -> Non
     now = clock.now()
     rota.store.claim("w", ["default"], ["step"], 10, now, now + timedelta(seconds=30))
     late = Transition(parent, JobState.RUNNING, JobState.FAILED, 1, now)
-    assert rota.store.complete("someone-else", [late], now) == 0
+    assert len(rota.store.complete("someone-else", [late], now)) == 0
     assert rota.job(child).state is JobState.PENDING
 
 

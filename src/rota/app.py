@@ -62,7 +62,7 @@ class Rota:
         ``poll_interval`` ...), validated and frozen there, with their defaults."""
         self._config = RotaConfig(url=url or default_url(), **settings)  # type: ignore[arg-type]
         self.clock: Clock = on_time_line(clock)
-        self.events = EventLog(logger, log_format)
+        self.events = EventLog(logger, log_format, self.config.hook_timeout)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
         self.store: Store = open_store(
             self.config.url, self.config.table_prefix, self.config.connection
@@ -75,7 +75,8 @@ class Rota:
         )
         self._enqueuing = Enqueuing(parts, self.telemetry, payload_bytes, life)
         self._schedules = ScheduleControl(parts, payload_bytes, self._enqueuing.target, life)
-        self._control = Control(parts, self._schedules, tuple(self.config.queues or {}), life)
+        queues = tuple(self.config.queues or {})
+        self._control = Control(parts, self._schedules, queues, life, life.announcer)
         self._inspection = Inspection(self.store, self.clock, life)
 
     @property

@@ -11,6 +11,7 @@ from typing import TypedDict
 from rota.core import payload, values
 from rota.core.names import check_name
 from rota.errors import ConfigError
+from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
 from rota.store.dialects.base import KEEPALIVE_PROBES, ConnectionSettings
 from rota.store.schema import DEFAULT_TABLE_PREFIX
 from rota.store.urls import masked_url, parse_url
@@ -42,6 +43,7 @@ class Settings(TypedDict, total=False):
     max_result_bytes: int
     max_snoozes: int
     alert_after_failures: int | None
+    hook_timeout: float
     queues: Mapping[str, int] | None
     succeeded_retention: timedelta | float
     failed_retention: timedelta | float
@@ -77,6 +79,8 @@ class RotaConfig:
     alert_after_failures: int | None = None
     """Ticks in a row that fail before a schedule is *failing* (a task's own setting overrides
     it); ``None``: no alerts unless a task asks for them."""
+    hook_timeout: float = DEFAULT_HOOK_TIMEOUT
+    """Seconds a hook may run before it is logged and abandoned (``observe.hooks``)."""
     queues: Mapping[str, int] | None = None
     """Queues with a concurrency of their own; a worker then serves exactly these."""
     succeeded_retention: timedelta = timedelta(days=7)
@@ -94,7 +98,7 @@ class RotaConfig:
             values.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
             values.seconds(getattr(self, name), ConfigError, name, positive=True)
-        for name in ("read_timeout", "write_timeout", "keepalive"):
+        for name in ("read_timeout", "write_timeout", "keepalive", "hook_timeout"):
             number = values.seconds(getattr(self, name), ConfigError, name, positive=True)
             object.__setattr__(self, name, number)
         if self.keepalive < 1 + KEEPALIVE_PROBES:

@@ -149,7 +149,7 @@ def test_claim_and_complete_repeat_through_conflicts(
         for job in claimed
     ]
 
-    assert store.complete("w1", done, now) == len(ids)
+    assert len(store.complete("w1", done, now)) == len(ids)
     assert faults.raised("complete") == 3
     assert {store.job(job_id).state for job_id in ids} == {JobState.SUCCEEDED}  # type: ignore[union-attr]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import update
@@ -26,9 +26,10 @@ from rota.runtime.executor import Executor
 from rota.runtime.scheduler import Scheduler, SchedulerSettings
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.worker import Worker
+from rota.store.base import Store
 from rota.testing import VirtualClock
 from tests.conftest import Database
-from tests.helpers import eventually, sql_store
+from tests.helpers import eventually, hand_built, sql_store
 
 START = datetime(2026, 3, 2, 9, 0, 30, tzinfo=timezone.utc)
 
@@ -179,10 +180,9 @@ def virtual(tmp_path: Path) -> Iterator[tuple[Rota, VirtualClock, ThreadPoolExec
 def worker_on(
     rota: Rota, clock: VirtualClock, threads: ThreadPoolExecutor, store: object
 ) -> Worker:
-    events = EventLog()
-    executor = Executor(rota.registry, clock, events, threads)
+    executor = Executor(rota.registry, clock, threads)
     settings = WorkerSettings(pools=(Pool(("default",), 2),), poll_interval=1.0, lease_seconds=30)
-    return Worker(store, executor, settings, events, asyncio.to_thread)  # type: ignore[arg-type]
+    return hand_built(rota, executor, settings, cast(Store, store))
 
 
 def advancing(clock: VirtualClock, check: Callable[[], bool]) -> Callable[[], bool]:

@@ -20,11 +20,17 @@ from typing import Any, cast
 import pytest
 
 from rota.core.model import AttemptError, Job, JobState, ProgressReport
-from rota.core.transitions import Transition
+from rota.core.transitions import Outcome, OutcomeKind, Transition
 from rota.errors import TransientStoreError
+from rota.observe.events import EventLog
+from rota.runtime.announcer import Announcer
+from rota.runtime.executor import Attempt
+from rota.runtime.leases import Holdings
 from rota.runtime.reports import Reports
+from rota.runtime.results import Completions
 from rota.runtime.timer import Timer
 from rota.store.base import StatementTooLarge, Store
+from rota.store.values import Applied
 from rota.testing import FakeClock
 from tests.conftest import START
 
@@ -43,11 +49,11 @@ class SlowStore:
         batch: Sequence[Transition],
         now: datetime,
         progress: Sequence[ProgressReport] = (),
-    ) -> int:
+    ) -> Applied:
         self.writing.set()
         self.finish.wait(10)
         self.batches.append([transition.job_id for transition in batch])
-        return len(batch)
+        return Applied(frozenset(t.job_id for t in batch))
 
 
 def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
@@ -55,11 +61,11 @@ def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
 
     async def scenario() -> list[list[int]]:
         reports = writer(store)
-        reports.add(success(7), job(7))
+        reports.add(attempt(success(7), job(7)))
         seen = [reports.held()]
         flushing = asyncio.ensure_future(reports.flush())
         await asyncio.to_thread(store.writing.wait, 10)
-        reports.add(success(8), job(8))
+        reports.add(attempt(success(8), job(8)))
         seen.append(sorted(reports.held()))
         store.finish.set()
         await flushing
@@ -73,7 +79,15 @@ def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
 
 def writer(store: object) -> Reports:
     clock = FakeClock(START)
-    return Reports("w", cast(Store, store), asyncio.to_thread, clock, Timer(clock), 1.0)
+    announcer = Announcer(EventLog(), None, Completions())
+    db = asyncio.to_thread
+    return Reports("w", cast(Store, store), db, clock, Timer(clock), 1.0, announcer, Holdings())
+
+
+def attempt(transition: Transition, of: Job) -> Attempt:
+    """The attempt that ended ``of`` with ``transition``."""
+    kind = OutcomeKind.SUCCEEDED if transition.target is JobState.SUCCEEDED else OutcomeKind.FAILED
+    return Attempt(of, Outcome(kind, result=transition.result), transition, 0.0)
 
 
 def job(job_id: int, errors: tuple[AttemptError, ...] = ()) -> Job:
@@ -118,13 +132,13 @@ class RefusingStore:
         batch: Sequence[Transition],
         now: datetime,
         progress: Sequence[ProgressReport] = (),
-    ) -> int:
+    ) -> Applied:
         self.tries += 1
         refused = self.refuse(batch)
         if refused is not None:
             raise refused
         self.written.append(list(batch))
-        return len(batch)
+        return Applied(frozenset(t.job_id for t in batch))
 
     def heartbeat(
         self, worker_id: str, job_ids: Sequence[int], now: datetime, lease_until: datetime
@@ -141,7 +155,7 @@ def flush(store: RefusingStore, transitions: Sequence[Transition], *jobs: Job) -
     reports = writer(store)
     known = {given.id: given for given in jobs}
     for transition in transitions:
-        reports.add(transition, known.get(transition.job_id) or job(transition.job_id))
+        reports.add(attempt(transition, known.get(transition.job_id) or job(transition.job_id)))
     asyncio.run(reports.flush())
     return reports
 
@@ -222,7 +236,11 @@ def test_a_job_whose_write_alone_loses_the_connection_is_given_up_after_strikes(
     }, "4's failure is given up: its lease expires and a rescue retries it"
     assert reports.pending == [] and reports.held() == []
     events = [(getattr(r, "event", None), getattr(r, "job_id", None)) for r in caplog.records]
-    assert events == [("worker.result_unwritable", 2), ("worker.report_dropped", 4)]
+    assert events == [
+        ("worker.result_unwritable", 2),
+        ("job.failed", 2),  # written so, and announced once written
+        ("worker.report_dropped", 4),
+    ]
     assert store.tries <= 20
 
 
@@ -232,7 +250,7 @@ def test_an_outage_gives_nothing_up() -> None:
     reports = writer(store)
     transitions = [success(n) for n in range(1, 9)]
     for transition in transitions:
-        reports.add(transition, job(transition.job_id))
+        reports.add(attempt(transition, job(transition.job_id)))
 
     async def outage() -> None:
         for _ in range(6):

@@ -27,7 +27,7 @@ from rota.runtime.scheduler import Scheduler, SchedulerSettings
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.worker import Worker
 from rota.testing import VirtualClock
-from tests.helpers import eventually
+from tests.helpers import eventually, hand_built
 
 START = datetime(2026, 3, 2, 9, 0, 30, tzinfo=timezone.utc)
 LEASE = 30.0
@@ -43,11 +43,11 @@ class Parts:
         """A worker whose every wait follows the virtual clock.  Advancing the clock by more
         than a heartbeat at once skips heartbeats, as a frozen process would: a test that
         jumps far gives the worker a lease longer than the jump."""
-        executor = Executor(self.rota.registry, self.clock, self.rota.events, self.threads)
+        executor = Executor(self.rota.registry, self.clock, self.threads)
         settings = WorkerSettings(
             pools=(Pool(("default",), 2),), poll_interval=1.0, lease_seconds=lease
         )
-        return Worker(self.rota.store, executor, settings, self.rota.events, asyncio.to_thread)
+        return hand_built(self.rota, executor, settings)
 
     def job(self, job_id: int) -> Job:
         found = self.rota.store.job(job_id)

@@ -40,7 +40,7 @@ def test_successes_with_results_are_one_update_each_with_its_own_result(db: Data
     engine = store.engine
     event.listen(engine, "before_cursor_execute", count)
     try:
-        assert store.complete("w1", done, START) == 30
+        assert len(store.complete("w1", done, START)) == 30
     finally:
         event.remove(engine, "before_cursor_execute", count)
     assert len(updates) == 1, updates

@@ -135,6 +135,18 @@ class ProgressReport:
 
 
 @dataclass(frozen=True, slots=True)
+class JobRef:
+    """What an announcement names of a job (``observe.events``): enough to find it and say
+    what it is, not its arguments; a ``Job`` has the same fields."""
+
+    id: int
+    task: str
+    queue: str
+    attempt: int
+    schedule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """One persisted request to run a task, as the database holds it.
 

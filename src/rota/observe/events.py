@@ -5,26 +5,26 @@ repeats them in its message, as ``key=value`` text or, with ``log_format="json"`
 object.  That message is escaped where it is made (``rota.core.escaping``): a value holding a
 newline or a terminal escape (an error message, a name from the database) stays inside its
 line whatever handler writes it, the application's own included.  Hooks registered with
-``Rota.on`` receive an ``Event`` with the values as they are; a hook that raises is logged and
-never reaches the worker.
+``Rota.on`` receive an ``Event`` with the values as they are, run where they cannot hurt the
+worker (``observe.hooks``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from rota.core.escaping import visible, visible_json
-from rota.core.model import Job
+from rota.core.model import Job, JobRef
 from rota.errors import ConfigError
+from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, bound, is_async, sync_call
 from rota.observe.logs import RENDERED
 
 JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
@@ -43,6 +43,7 @@ EVENTS = frozenset(
         "job.cancel_requested",
         "job.released",
         "job.recovered",
+        "job.retried",
         "job.lost",
         "job.scheduled",
         "schedule.missed",
@@ -58,7 +59,6 @@ EVENTS = frozenset(
     }
 )
 LOG_FORMATS = ("text", "json")
-hook_logger = logging.getLogger("rota.hooks")
 
 
 @dataclass(frozen=True)
@@ -104,15 +104,22 @@ def logfmt(value: Any) -> str:
 
 
 class EventLog:
-    def __init__(self, logger: logging.Logger | None = None, log_format: str = "text") -> None:
+    def __init__(
+        self,
+        logger: logging.Logger | None = None,
+        log_format: str = "text",
+        hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
+    ) -> None:
         if log_format not in LOG_FORMATS:
             raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {log_format!r}")
         self.logger = logger or logging.getLogger("rota.events")
         self.log_format = log_format
         self._hooks: dict[str, list[Hook]] = defaultdict(list)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: set[asyncio.Future[None]] = set()
         self._lock = threading.Lock()
+        self.runner = HookRunner(hook_timeout)
+        """Where hooks run (``observe.hooks``): never inline, never on the worker's loop for a
+        sync one."""
 
     def on(self, name: str, hook: Hook) -> None:
         """Call ``hook(event)`` for every event ``name`` (``"*"``: every event)."""
@@ -146,7 +153,7 @@ class EventLog:
             for hook in hooks:
                 self._call(hook, happened)
 
-    def job(self, event: str, job: Job, level: int = logging.INFO, **fields: Any) -> None:
+    def job(self, event: str, job: Job | JobRef, level: int = logging.INFO, **fields: Any) -> None:
         if not self.heard(event, level):
             return  # before the fields are gathered: a worker emits two a job
         self.emit(
@@ -169,31 +176,8 @@ class EventLog:
         return " ".join([event, *(f"{key}={logfmt(value)}" for key, value in shown.items())])
 
     def _call(self, hook: Hook, event: Event) -> None:
-        try:
-            result = hook(event)
-        except Exception:
-            hook_logger.exception("hook %r for %s raised", hook, event.name)
-            return
-        if inspect.isawaitable(result):
-            self._schedule(_guarded(hook, event, result))
-
-    def _schedule(self, work: Coroutine[Any, Any, None]) -> None:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not None:
-            task = running.create_task(work)
-            self._pending.add(task)
-            task.add_done_callback(self._pending.discard)
-        elif self._loop is not None and self._loop.is_running():
-            asyncio.run_coroutine_threadsafe(work, self._loop)
+        key = event.job_id if event.job_id is not None else event.name
+        if is_async(hook):
+            self.runner.schedule(event.name, bound(hook, event), self._loop)
         else:
-            asyncio.run(work)
-
-
-async def _guarded(hook: Hook, event: Event, result: Awaitable[None]) -> None:
-    try:
-        await result
-    except Exception:
-        hook_logger.exception("hook %r for %s raised", hook, event.name)
+            self.runner.submit(key, event.name, sync_call(hook, event, self.runner.timeout))

@@ -111,6 +111,15 @@ class Telemetry:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         span.end()
 
+    def lost(self, span: Any) -> None:
+        """End the span of an attempt whose outcome was not written: its job was no longer
+        held (another worker took it), so it counts as nothing."""
+        if span is None:
+            return
+        span.set_attribute("rota.outcome", "lost")
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, "lease lost"))
+        span.end()
+
 
 def _record_exception(span: Any, error: BaseException, recorded: AttemptError) -> None:
     """The span's ``exception`` event; for an exception whose ``__str__`` raises (which the SDK

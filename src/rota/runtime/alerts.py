@@ -14,7 +14,7 @@ tick late, a job's outcome is never held back for it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rota.core.model import Job, JobState
 from rota.core.transitions import Transition
@@ -40,8 +40,6 @@ class TickAlerts:
         self.registry = registry
         self.events = events
         self.default = default
-        self._noted: dict[int, Job] = {}
-        """Watched ticks finished, waiting for their outcome to be written."""
 
     def threshold(self, job: Job) -> int | None:
         """Failures in a row that make the job's schedule failing; ``None``: not watched."""
@@ -51,15 +49,14 @@ class TickAlerts:
         own = definition.alert_after_failures if definition is not None else None
         return own if own is not None else self.default
 
-    def note(self, job: Job, transition: Transition) -> None:
-        """A worker decided the outcome of ``job``: keep it if it is a watched tick's."""
-        if transition.target in COUNTED and self.threshold(job) is not None:
-            self._noted[job.id] = job
-
-    def written(self, batch: Sequence[Transition]) -> list[tuple[Job, Transition]]:
-        """The noted ticks among a batch of outcomes just written, to ``record``."""
-        noted = self._noted
-        return [(noted.pop(t.job_id), t) for t in batch if t.job_id in noted]
+    def ticks(self, ended: Iterable[tuple[Job, Transition]]) -> list[tuple[Job, Transition]]:
+        """The outcomes among ``ended`` (written and applied) that count for a watched
+        schedule, to ``record``."""
+        return [
+            (job, transition)
+            for job, transition in ended
+            if transition.target in COUNTED and self.threshold(job) is not None
+        ]
 
     def record(self, finished: Sequence[tuple[Job, Transition]]) -> None:
         """Count the written outcomes of watched ticks and emit the flips (blocking: call it

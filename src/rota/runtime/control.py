@@ -17,6 +17,7 @@ from rota.core.names import check_name
 from rota.core.schedules import ScheduleState
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
+from rota.runtime.announcer import Announcer
 from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.parts import Gate, Parts
 from rota.runtime.schedules import ScheduleControl
@@ -29,11 +30,13 @@ class Control:
         schedules: ScheduleControl,
         configured_queues: Sequence[str],
         gate: Gate,
+        announcer: Announcer,
     ) -> None:
         self.store, self.registry, self.clock, self.events = parts
         self.schedules = schedules
         self.configured_queues = tuple(configured_queues)
         self.gate = gate
+        self.announcer = announcer
 
     def pause(self, id: int | str | None) -> bool:
         self.gate.ensure_ready()
@@ -88,16 +91,18 @@ class Control:
 
     def cancel(self, id: int | str) -> bool:
         """A pending or paused job ends ``cancelled`` at once, a running one is asked to stop
-        (at its worker's next heartbeat), a live schedule ends; ``False`` otherwise."""
+        (at its worker's next heartbeat), a live schedule ends; ``False`` otherwise.  What was
+        done is announced once committed."""
         self.gate.ensure_ready()
         if isinstance(id, str):
             return self.schedules.cancel(id)
-        if not self.store.cancel(job_id(id), self.clock.now()):
+        checked = job_id(id)
+        applied = self.store.cancel(checked, self.clock.now())
+        if applied is None or not (applied.job_ids or applied.requested):
             return False
-        job = self.store.job(id)
+        job = self.store.job(checked)
         if job is not None:
-            ended = job.state is JobState.CANCELLED
-            self.events.job("job.cancelled" if ended else "job.cancel_requested", job)
+            self.announcer.cancelled(job, applied)
         return True
 
     def retry(self, job: Job) -> bool:
@@ -105,6 +110,8 @@ class Control:
         if job.state not in (JobState.FAILED, JobState.CANCELLED):
             return False
         retried = self.store.retry(manual_retry(job, self.clock.now()))
+        if retried:
+            self.announcer.retried(job)
         self.gate.wake_worker()
         return retried
 

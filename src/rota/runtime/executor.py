@@ -13,14 +13,13 @@ retried within ``retries`` whatever the filters say.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
 import traceback
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, Literal
 
 from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
@@ -28,7 +27,7 @@ from rota.context import JobContext
 from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
 from rota.core.failures import message_of
-from rota.core.model import AttemptError, Job, JobState
+from rota.core.model import AttemptError, Job
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
 from rota.errors import (
     ExecutionFailed,
@@ -39,8 +38,6 @@ from rota.errors import (
     RotaError,
     TaskNotRegistered,
 )
-from rota.observe.events import EventLog
-from rota.observe.otel import Telemetry
 from rota.outcomes import Fail, Retry, Snooze
 from rota.runtime import isolation, results
 from rota.runtime.progress import ProgressBoard
@@ -50,8 +47,14 @@ from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
 MAX_TRACEBACK = 16_000
-CANCEL = "cancel"
-SHUTDOWN = "shutdown"
+
+
+class Interrupt(str, Enum):
+    """Why a running attempt is interrupted: someone cancelled its job, or its worker is
+    stopping (or lost the job's lease), so the job goes back without spending the attempt."""
+
+    CANCEL = "cancel"
+    SHUTDOWN = "shutdown"
 
 
 class HandlerExit(Exception):
@@ -65,13 +68,21 @@ class HandlerExit(Exception):
 
 
 @dataclass
-class Finished:
+class Attempt:
+    """One attempt as the executor decided it: the completer writes its ``transition``, then
+    announces it (``runtime.announcer``) if it applied."""
+
+    job: Job
+    outcome: Outcome
     transition: Transition
-    leftover: asyncio.Future[Any] | None
+    duration: float
+    """Seconds the handler ran."""
+    error: BaseException | None = None
+    """What the handler raised (or rota found: a timeout), for telemetry."""
+    leftover: asyncio.Future[Any] | None = None
     """A handler still running after its attempt ended (a thread that ignored ``cancelled``)."""
-    announce: Callable[[], None] = lambda: None
-    """Emits ``job.released``: the worker calls it once the handler has provably stopped and
-    the release is reported, never for a job it abandons (which stays leased)."""
+    span: Any = None
+    """The attempt's trace span, begun by the worker, ended when it is announced."""
 
 
 class Executor:
@@ -79,18 +90,14 @@ class Executor:
         self,
         registry: TaskRegistry,
         clock: Clock,
-        events: EventLog,
         threads: Threads,
         rng: random.Random | None = None,
-        telemetry: Telemetry | None = None,
         max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.timer = Timer(clock)
-        self.telemetry = telemetry
         self.registry = registry
         self.clock = clock
-        self.events = events
         self.threads = threads
         self.rng = rng or random.Random()
         self.max_snoozes = max_snoozes
@@ -112,15 +119,15 @@ class Executor:
         self._policies[task] = (definition, policy)
         return policy
 
-    async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
-        """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
-        span = self.telemetry.begin(job, self.clock.now()) if self.telemetry else None
+    async def run(self, job: Job, interrupt: asyncio.Future[Interrupt]) -> Attempt:
+        """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason;
+        decide where it goes.  Nothing is written, logged or announced here."""
         definition = self.registry.find(job.task)
         refusal = _refusal(job, definition)
         if definition is None or refusal is not None:
             assert refusal is not None
             outcome = Outcome(OutcomeKind.FAILED, self._error(job, refusal), retryable=False)
-            return Finished(self._decide(job, outcome, 0.0, span, refusal), None)
+            return self._decide(job, outcome, 0.0, refusal)
         ctx = JobContext(
             job_id=job.id,
             task=job.task,
@@ -133,7 +140,6 @@ class Executor:
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
         )
-        self.events.job("job.started", job)
         started = time.monotonic()
         runner, thread = self._start(definition, ctx, job)
         timeout = self.timer.after(definition.timeout) if definition.timeout else None
@@ -148,22 +154,19 @@ class Executor:
         duration = time.monotonic() - started
         if runner in done:
             outcome, raised = self._result(job, runner)
-            return Finished(self._decide(job, outcome, duration, span, raised), None)
+            return self._decide(job, outcome, duration, raised)
         ctx.cancelled.set()
         leftover = _cancel(runner, thread)
         timed_out: JobTimeout | None = None
         if interrupt in done:
-            kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
-            outcome = Outcome(kind)
+            cancel = interrupt.result() is Interrupt.CANCEL
+            outcome = Outcome(OutcomeKind.CANCELLED if cancel else OutcomeKind.RELEASED)
         else:
             timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
             outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timed_out))
-        transition = self._decide(job, outcome, duration, span, timed_out)
-        if outcome.kind is not OutcomeKind.RELEASED:
-            return Finished(transition, leftover)
-        return Finished(
-            transition, leftover, functools.partial(self._log, job, outcome, transition, duration)
-        )
+        attempt = self._decide(job, outcome, duration, timed_out)
+        attempt.leftover = leftover
+        return attempt
 
     def _start(
         self, definition: TaskDefinition, ctx: JobContext, job: Job
@@ -217,47 +220,10 @@ class Executor:
         )
 
     def _decide(
-        self,
-        job: Job,
-        outcome: Outcome,
-        duration: float,
-        span: Any = None,
-        error: BaseException | None = None,
-    ) -> Transition:
+        self, job: Job, outcome: Outcome, duration: float, error: BaseException | None
+    ) -> Attempt:
         transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
-        if outcome.kind is not OutcomeKind.RELEASED:  # announced once reported (Finished)
-            self._log(job, outcome, transition, duration)
-        if self.telemetry is not None:
-            self.telemetry.end(span, job, outcome, transition, duration, error)
-        return transition
-
-    def _log(self, job: Job, outcome: Outcome, transition: Transition, duration: float) -> None:
-        error = outcome.error or transition.new_error
-        details: dict[str, Any] = {"duration_ms": round(duration * 1000, 3)}
-        if error is not None:
-            details.update(error_code=error.code, error_type=error.type, error=error.message)
-        if outcome.kind is OutcomeKind.SUCCEEDED:
-            self.events.job("job.succeeded", job, **details)
-        elif outcome.kind is OutcomeKind.CANCELLED:
-            self.events.job("job.cancelled", job, **details)
-        elif outcome.kind is OutcomeKind.RELEASED:
-            self.events.job("job.released", job, **details)
-        elif outcome.kind is OutcomeKind.SNOOZED and transition.target is JobState.PENDING:
-            delay = round(outcome.delay or 0.0, 3)
-            self.events.job("job.snoozed", job, delay=delay, snoozes=transition.snoozes, **details)
-        else:
-            if outcome.kind is OutcomeKind.TIMED_OUT:
-                self.events.job("job.timed_out", job, logging.WARNING, **details)
-            if transition.target is JobState.PENDING:
-                self.events.job(
-                    "job.retrying",
-                    job,
-                    logging.WARNING,
-                    delay=round(transition.retry_in or 0.0, 3),
-                    **details,
-                )
-            else:
-                self.events.job("job.failed", job, logging.ERROR, **details)
+        return Attempt(job, outcome, transition, duration, error)
 
 
 def _refusal(job: Job, definition: TaskDefinition | None) -> RotaError | None:

@@ -14,7 +14,7 @@ import functools
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from rota.config import RotaConfig
 from rota.core.model import DrainResult
 from rota.errors import StoreError, WorkerDied
 from rota.observe.otel import Telemetry
+from rota.runtime.announcer import Announcer
 from rota.runtime.connect import DatabaseWait
 from rota.runtime.executor import Executor
 from rota.runtime.maintenance import Retention
@@ -32,7 +33,7 @@ from rota.runtime.scheduler import Scheduler, SchedulerSettings, fire_due
 from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.threads import HandlerThreads
 from rota.runtime.timeline import TimeLine
-from rota.runtime.worker import Worker
+from rota.runtime.worker import Worker, WorkerContext
 from rota.store.urls import describe_url
 
 T = TypeVar("T")
@@ -75,6 +76,8 @@ class Lifecycle:
         self.completions = Completions()
         """Wakes this process's ``rota.result`` waiters when its worker or drain ends a job."""
         self.timeline = TimeLine(self.store, self.clock)
+        self.announcer = Announcer(self.events, telemetry, self.completions)
+        """Tells this process's subscribers what was committed (``runtime.announcer``)."""
 
     # -- readiness ---------------------------------------------------------------------------
 
@@ -155,15 +158,7 @@ class Lifecycle:
         settings = self._worker_settings(self.pools(self._served))
         self._task_threads = HandlerThreads(settings.concurrency, "rota-task")
         self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
-        return Worker(
-            self.store,
-            self._executor(self._task_threads),
-            settings,
-            self.events,
-            self._db_call,
-            self.completions.finished,
-            self.timeline,
-        )
+        return Worker(self._context(self._executor(self._task_threads), settings, self._db_call))
 
     async def stop(self, grace: float) -> None:
         worker, self._worker = self._worker, None
@@ -255,15 +250,7 @@ class Lifecycle:
         threads = HandlerThreads(settings.concurrency, "rota-drain")
         try:
             executor = self._executor(threads)
-            worker = Worker(
-                self.store,
-                executor,
-                settings,
-                self.events,
-                asyncio.to_thread,
-                self.completions.finished,
-                self.timeline,
-            )
+            worker = Worker(self._context(executor, settings, asyncio.to_thread))
             return await worker.drain()
         finally:
             threads.shutdown()
@@ -305,11 +292,19 @@ class Lifecycle:
         return Executor(
             self.registry,
             self.clock,
-            self.events,
             threads,
-            telemetry=self.telemetry,
             max_snoozes=self.config.max_snoozes,
             max_result_bytes=self.config.max_result_bytes,
+        )
+
+    def _context(
+        self,
+        executor: Executor,
+        settings: WorkerSettings,
+        db_call: Callable[..., Awaitable[Any]],
+    ) -> WorkerContext:
+        return WorkerContext(
+            self.store, executor, settings, self.events, self.announcer, db_call, self.timeline
         )
 
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:

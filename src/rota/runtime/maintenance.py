@@ -9,15 +9,14 @@ deleting side by side; each batch is its own short transaction, so no lock is he
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rota.config import RotaConfig
 from rota.core.model import FOLD_LAG, JobState
 from rota.core.transitions import rescue
-from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
+from rota.runtime.announcer import Announcer
 from rota.runtime.executor import Executor
 from rota.store.base import Store
 
@@ -77,31 +76,23 @@ def prune_if_leased(
 def rescue_expired(
     store: Store,
     executor: Executor,
-    events: EventLog,
+    announcer: Announcer,
     now: datetime,
     batch: int,
     alerts: TickAlerts | None = None,
 ) -> int:
-    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts).
-
-    Ticks that fail so count for ``alerts`` when every rescue of the batch applied (when another
-    rescuer won some, which ones is unknown: an alert may then come a tick late, never early)."""
+    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts);
+    announce, and count for ``alerts``, those the rescue applied (another rescuer may win some);
+    how many."""
     expired = store.expired_leases(now, batch)
     if not expired:
         return 0
     transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
     applied = store.rescue(transitions, now)
-    if alerts is not None and applied == len(transitions):
-        pairs = zip(expired, transitions, strict=True)
-        alerts.record([(job, transition) for job, transition in pairs])
-    for job, transition in zip(expired, transitions, strict=True):
-        overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
-        events.job(
-            "job.recovered",
-            job,
-            logging.WARNING,
-            lease_owner=job.lease_owner,
-            to=transition.target.value,
-            lease_expired_for=round(overdue, 3),
-        )
-    return applied
+    pairs = list(zip(expired, transitions, strict=True))
+    announcer.rescued(pairs, applied)
+    if alerts is not None:
+        ticks = alerts.ticks(pair for pair in pairs if pair[1].job_id in applied.job_ids)
+        if ticks:
+            alerts.record(ticks)
+    return len(applied)

@@ -1,10 +1,10 @@
-"""Writing finished attempts: the worker's only writer of outcomes, one transaction per batch.
+"""Completing attempts: the worker's only writer of outcomes, one transaction per batch.
 
 A finished attempt waits here, still held under the worker's lease (the heartbeat renews it),
 until the batch holding it is written; on stop whatever is left is written before the worker
-unregisters, with a bounded number of tries.  Once a batch is written, ``finished`` hears the
-ids of its jobs that reached a final state, so that ``rota.result`` waiters of this process
-wake at once instead of at their next poll.
+unregisters, with a bounded number of tries.  Once a batch has committed, the attempts that
+applied, and only they, are announced (``runtime.announcer``: events and hooks, telemetry,
+``rota.result`` waiters), counted for tick alerts (``runtime.alerts``) and for ``drain``.
 
 A write that fails is never repeated as it was, so that one batch cannot wedge the reporting of
 every later one. A batch the database refuses (``StatementTooLarge``: larger than MySQL's
@@ -26,16 +26,22 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rota.core.clock import Clock
-from rota.core.model import Job, JobState
+from rota.core.model import JobState
 from rota.core.transitions import Transition, unwritable
 from rota.errors import InvalidArguments, StoreError, TransientStoreError
+from rota.runtime.alerts import TickAlerts
+from rota.runtime.announcer import Announcer
 from rota.runtime.backoff import LoopBackoff
+from rota.runtime.executor import Attempt
+from rota.runtime.leases import Holdings
 from rota.runtime.progress import ProgressBoard
 from rota.runtime.timer import Timer
 from rota.store.base import StatementTooLarge, Store
+from rota.store.values import Applied
 
 FINAL_REPORT_ATTEMPTS = 8
 STRIKES = 3
@@ -53,24 +59,28 @@ class Reports:
         clock: Clock,
         timer: Timer,
         max_backoff: float,
-        finished: Callable[[Sequence[int]], None] | None = None,
-        written: Callable[[Sequence[Transition]], Awaitable[None]] | None = None,
+        announcer: Announcer,
+        holdings: Holdings,
+        alerts: TickAlerts | None = None,
         progress: ProgressBoard | None = None,
     ) -> None:
-        """``finished`` hears the ids of the jobs a batch ended; ``written`` is then awaited
-        with the whole batch (the tick alerts count from it). The last ``progress`` a batch's
-        attempts posted is written with it."""
+        """Each batch written is announced by ``announcer``, its ticks counted by ``alerts``,
+        and its jobs leave ``holdings`` (no lease of theirs to renew any more); the last
+        ``progress`` a batch's attempts posted is written with it."""
         self.worker_id = worker_id
         self.store = store
         self._db = db_call
         self.clock = clock
         self.timer = timer
         self.max_backoff = max_backoff
-        self.finished = finished
-        self.written = written
+        self.announcer = announcer
+        self.holdings = holdings
+        self.alerts = alerts
         self.progress = progress
         self.pending: list[Transition] = []
-        self._jobs: dict[int, Job] = {}
+        self.outcomes: Counter[JobState] = Counter()
+        """Where the attempts written and applied went, for ``drain``'s result."""
+        self._attempts: dict[int, Attempt] = {}
         self._writing: Sequence[Transition] = ()
         self._batch: int | None = None
         """The most outcomes the next batch may hold (``None``: all), halved by failures."""
@@ -78,10 +88,10 @@ class Reports:
         self._wake = asyncio.Event()
         self._closing = False
 
-    def add(self, transition: Transition, job: Job) -> None:
-        """``transition`` ends the attempt of ``job`` (as claimed): write it."""
-        self.pending.append(transition)
-        self._jobs[job.id] = job
+    def add(self, attempt: Attempt) -> None:
+        """Write ``attempt``'s transition, then announce it."""
+        self.pending.append(attempt.transition)
+        self._attempts[attempt.job.id] = attempt
         self._wake.set()
 
     def held(self) -> list[int]:
@@ -157,12 +167,14 @@ class Reports:
             raise
         finally:
             self._writing = ()
+        written = []
         for transition in batch:
-            self._jobs.pop(transition.job_id, None)
             self._strikes.pop(transition.job_id, None)
+            written.append(replace(self._attempts.pop(transition.job_id), transition=transition))
+        self.holdings.discard(transition.job_id for transition in batch)
         if self._batch is not None:
             self._batch *= 2
-        await self._announce(batch, applied)
+        await self._announce(written, applied)
 
     def _refused(
         self, batch: list[Transition], error: StatementTooLarge | InvalidArguments
@@ -226,7 +238,8 @@ class Reports:
         small, takes its place), or let its lease expire."""
         index = self.pending.index(transition)
         self._strikes.pop(transition.job_id, None)
-        job = self._jobs.get(transition.job_id)
+        attempt = self._attempts.get(transition.job_id)
+        job = attempt.job if attempt is not None else None
         if job is not None and transition.target is JobState.SUCCEEDED and transition.result:
             size = len(transition.result.encode("utf-8", "surrogatepass"))
             message = f"the result ({size} bytes as JSON) could not be written: {error}"
@@ -240,7 +253,8 @@ class Reports:
             )
             return
         del self.pending[index]
-        self._jobs.pop(transition.job_id, None)
+        self._attempts.pop(transition.job_id, None)
+        self.holdings.discard([transition.job_id])
         logger.error(
             "giving up writing the outcome of job %d (%s: %s); its lease will expire and it "
             "will run again",
@@ -250,15 +264,11 @@ class Reports:
             extra={"event": "worker.report_dropped", "job_id": transition.job_id},
         )
 
-    async def _announce(self, batch: Sequence[Transition], applied: int) -> None:
-        if self.finished is not None:
-            self.finished([transition.job_id for transition in batch if transition.finishes])
-        if self.written is not None:
-            await self.written(batch)
-        if applied < len(batch):
-            logger.warning(
-                "%d of %d finished jobs were no longer held by this worker (lease expired?)",
-                len(batch) - applied,
-                len(batch),
-                extra={"event": "worker.lost_jobs"},
-            )
+    async def _announce(self, written: Sequence[Attempt], applied: Applied) -> None:
+        done = self.announcer.attempts(written, applied)
+        for attempt in done:
+            self.outcomes[attempt.transition.target] += 1
+        if self.alerts is not None:
+            ticks = self.alerts.ticks((attempt.job, attempt.transition) for attempt in done)
+            if ticks:
+                await self._db(self.alerts.record, ticks)

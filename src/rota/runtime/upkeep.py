@@ -1,29 +1,27 @@
-"""The worker's background loops besides claiming: heartbeat, rescue and prune.
+"""The worker's housekeeping loops: rescue and prune (leases are ``runtime.leases``').
 
-*heartbeat* renews the leases of the jobs this worker holds, writes the progress their
-handlers reported, and learns which of them someone asked to cancel or took away; *rescue*
-returns jobs of dead workers to ``pending``; *prune* deletes old finished jobs while this
-worker holds the prune lease.  Each logs a database error, backs off and carries on; so does
-one meeting any other error, logged with its traceback.
+*rescue* returns jobs of dead workers to ``pending`` and announces what it applied; *prune*
+deletes old finished jobs while this worker holds the prune lease.  Each logs a database error,
+backs off and carries on; so does one meeting any other error, logged with its traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from rota.core.model import Job, ProgressReport
+from rota.core.model import Job
 from rota.core.transitions import lease_until
 from rota.runtime.alerts import TickAlerts
+from rota.runtime.announcer import Announcer
 from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
+from rota.runtime.executor import Executor
 from rota.runtime.lookout import Lookout
 from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
 from rota.runtime.settings import WorkerSettings
-from rota.runtime.timeline import TimeLine
 from rota.store.base import Store
 
 DbCall = Callable[..., Awaitable[Any]]
@@ -38,24 +36,24 @@ class Upkeep:
         executor: Executor,
         db_call: DbCall,
         settings: WorkerSettings,
+        announcer: Announcer,
         alerts: TickAlerts | None = None,
         lookout: Lookout | None = None,
-        timeline: TimeLine | None = None,
     ) -> None:
-        """``lookout``: the idle claim loop's outlook, which spares the rescue its query while
-        it is fresh and says no lease expired, and wakes it when one has; ``timeline``: measured
-        at every heartbeat, before the leases are renewed."""
+        """``announcer`` tells what a rescue applied; ``lookout``: the idle claim loop's
+        outlook, which spares the rescue its query while it is fresh and says no lease expired,
+        and wakes it when one has."""
         self.worker_id = worker_id
         self.store = store
         self.executor = executor
-        self.events = executor.events
+        self.events = announcer.events
         self._db = db_call
         self.timer = executor.timer
         self.lease_seconds = settings.lease_seconds
         self.max_backoff = settings.max_backoff
         self.alerts = alerts
         self.lookout = lookout
-        self.timeline = timeline
+        self.announcer = announcer
         self._expired = asyncio.Event()
         if lookout is not None:
             lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
@@ -82,43 +80,6 @@ class Upkeep:
             )
         return [job for job in jobs if job.id not in lost]
 
-    async def heartbeating(
-        self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, str], None]
-    ) -> None:
-        """Every third of the lease: renew it for the ids ``held()`` gives, write the progress
-        their handlers reported since the last time, and ``interrupt`` those whose cancel was
-        asked (``CANCEL``) or whose lease another worker took (``SHUTDOWN``).  Progress a
-        failed heartbeat did not write goes back to the board for the next one."""
-        backoff = LoopBackoff("heartbeat", self.max_backoff)
-        board = self.executor.progress
-        while True:
-            delay = self.lease_seconds / 3
-            progress: list[ProgressReport] = []
-            try:
-                job_ids = sorted(held())
-                progress = board.take(job_ids)
-                cancel, lost = await self._db(self._renew, job_ids, progress)
-                for job_id in cancel:
-                    interrupt(job_id, CANCEL)
-                for job_id in lost:
-                    interrupt(job_id, SHUTDOWN)
-                backoff.succeeded()
-            except Exception as error:
-                board.put_back(progress)
-                delay = min(delay, backoff.failed(error))
-            await self.timer.sleep(delay)
-
-    def _renew(
-        self, job_ids: list[int], progress: list[ProgressReport]
-    ) -> tuple[set[int], set[int]]:
-        """Measure the server's clock, then renew the leases from it: a lease is written on
-        the time line every rescuer compares it on, however this host's clock was stepped."""
-        if self.timeline is not None:
-            self.timeline.measure()
-        now = self.executor.clock.now()
-        until = lease_until(now, self.lease_seconds)
-        return self.store.heartbeat(self.worker_id, job_ids, now, until, progress)
-
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
         """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook
         says none expired (an idle worker's look covers it, and wakes this loop when one has)."""
@@ -138,7 +99,7 @@ class Upkeep:
     async def rescue_once(self, batch: int) -> int:
         now = self.executor.clock.now()
         count: int = await self._db(
-            rescue_expired, self.store, self.executor, self.events, now, batch, self.alerts
+            rescue_expired, self.store, self.executor, self.announcer, now, batch, self.alerts
         )
         return count
 

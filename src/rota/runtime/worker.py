@@ -1,9 +1,11 @@
-"""The worker: claim due jobs up to the free slots, run them, report in batches, keep leases.
+"""The worker: claim due jobs up to the free slots, run them, complete them in batches.
 
 One execution path serves ``Rota.start()`` and ``Rota.drain()``: *claim* (adaptive polling,
 woken early by a freed slot or a local enqueue) launches jobs into per-pool slots, each attempt
-runs in the executor, *report* writes finished attempts in one transaction per batch, and the
-upkeep loops renew leases and notice cancellations.  ``drain`` runs the same steps without
+runs in the executor, which decides its transition, and the completer (``runtime.reports``)
+writes finished attempts in one transaction per batch and then announces what applied.  The
+lease keeper (``runtime.leases``) renews the leases from a thread of its own and hands back the
+jobs to cancel or lost; the upkeep loops rescue and prune.  ``drain`` runs the same steps without
 registering or polling, ending once no due job is left and none is running.
 """
 
@@ -15,20 +17,21 @@ import logging
 import os
 import socket
 import uuid
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rota.core.backoff import doubling
 from rota.core.limits import FlowLimits
 from rota.core.model import DrainResult, Job, JobState
-from rota.core.transitions import Transition, lease_until
+from rota.core.transitions import lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
+from rota.runtime.announcer import Announcer
 from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import SHUTDOWN, Executor
+from rota.runtime.executor import Attempt, Executor, Interrupt
+from rota.runtime.leases import Holdings, LeaseKeeper
 from rota.runtime.listener import JobListener
 from rota.runtime.lookout import Lookout
 from rota.runtime.reports import Reports
@@ -47,63 +50,83 @@ logger = logging.getLogger("rota.worker")
 @dataclass
 class Running:
     job: Job
-    interrupt: asyncio.Future[str]
+    interrupt: asyncio.Future[Interrupt]
     pool: int
     task: asyncio.Task[None] | None = None
     """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
+    span: Any = None
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What a worker is given by its process: the store and the call that runs a store method
+    off the event loop, the executor, its settings, the event log and the announcer of
+    committed facts, and the time line its lease keeper measures."""
+
+    store: Store
+    executor: Executor
+    settings: WorkerSettings
+    events: EventLog
+    announcer: Announcer
+    db_call: Callable[..., Awaitable[Any]]
+    timeline: TimeLine | None = None
 
 
 class Worker:
-    def __init__(
-        self,
-        store: Store,
-        executor: Executor,
-        settings: WorkerSettings,
-        events: EventLog,
-        db_call: Callable[..., Awaitable[Any]],
-        finished: Callable[[Sequence[int]], None] | None = None,
-        timeline: TimeLine | None = None,
-    ) -> None:
-        """``finished`` hears the ids of jobs this worker wrote a final state for; the
-        heartbeat measures ``timeline`` before it renews leases."""
+    def __init__(self, context: WorkerContext) -> None:
+        store, executor, settings = context.store, context.executor, context.settings
         self.store = store
         self.executor = executor
         self.settings = settings
-        self.events = events
-        self._db = db_call
+        self.events = context.events
+        self.announcer = context.announcer
+        self._db = context.db_call
         self.clock = executor.clock
         self.timer = executor.timer
         self.id = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.alerts = TickAlerts(
-            store.schedules, executor.registry, events, settings.alert_after_failures
+            store.schedules, executor.registry, self.events, settings.alert_after_failures
         )
         self.lookout = Lookout(self.clock, settings.poll_interval)
         self.listener = JobListener(store, self.notify, settings.max_backoff)
         self._nudged = False
         self.upkeep = Upkeep(
-            self.id, store, executor, db_call, settings, self.alerts, self.lookout, timeline
+            self.id, store, executor, self._db, settings, self.announcer, self.alerts, self.lookout
+        )
+        self.holdings = Holdings()
+        self.leases = LeaseKeeper(
+            self.id,
+            store,
+            self.clock,
+            context.timeline,
+            settings.lease_seconds,
+            settings.max_backoff,
+            self.holdings,
+            executor.progress,
         )
         self._running: dict[int, Running] = {}
+        self._waiting: dict[int, tuple[Job, int]] = {}
+        """Jobs claimed again while this process still runs their previous attempt (whose
+        lease ran out): each starts once that handler has stopped, never beside it."""
         self._busy = [0] * len(settings.pools)
-        self._outcomes: Counter[JobState] = Counter()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._settled = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._claim_loop: asyncio.Task[None] | None = None
-        self._heartbeat: asyncio.Task[None] | None = None
         self.dead = asyncio.Event()
         """Set when the claim loop ended on its own: ``rota worker`` exits non-zero, restarted."""
         self._report_loop: asyncio.Task[None] | None = None
         self.reports = Reports(
             self.id,
             store,
-            db_call,
+            self._db,
             self.clock,
             self.timer,
             settings.max_backoff,
-            finished,
-            self._written,
+            self.announcer,
+            self.holdings,
+            self.alerts,
             executor.progress,
         )
         self._draining = False
@@ -141,14 +164,13 @@ class Worker:
         queues, concurrency = ",".join(self.settings.queues), self.settings.concurrency
         self.events.emit("worker.started", worker=self.id, queues=queues, concurrency=concurrency)
         self.listener.start(asyncio.get_running_loop())
+        self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self.reports.writing(), name="rota-report")
-        self._heartbeat = self._heartbeat_loop()
         upkeep, settings = self.upkeep, self.settings
         rescuing = upkeep.rescuing(settings.poll_interval, settings.rescue_batch, self._wake.set)
         pruning = upkeep.pruning(settings.prune_interval, settings.retention)
         self._loops = [
-            self._heartbeat,
             asyncio.create_task(rescuing, name="rota-rescue"),
             asyncio.create_task(pruning, name="rota-prune"),
         ]
@@ -161,9 +183,9 @@ class Worker:
         whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
         """
         self._draining = True
-        self._outcomes.clear()
+        self.reports.outcomes.clear()
         await self.upkeep.rescue_once(RESCUE_BATCH)
-        heartbeat = self._heartbeat_loop()
+        self.leases.start(self._interrupt)
         try:
             while True:
                 claimed = await self._claim_free()
@@ -177,9 +199,8 @@ class Worker:
                 else:
                     break
         finally:
-            heartbeat.cancel()
-            await asyncio.gather(heartbeat, return_exceptions=True)
-        outcomes = self._outcomes
+            await asyncio.to_thread(self.leases.stop)
+        outcomes = self.reports.outcomes
         return DrainResult(
             succeeded=outcomes[JobState.SUCCEEDED],
             failed=outcomes[JobState.FAILED],
@@ -198,7 +219,7 @@ class Worker:
         await self._until_settled(grace, ends_with_grace=True)
         for run in list(self._running.values()):
             if not run.interrupt.done():
-                run.interrupt.set_result(SHUTDOWN)
+                run.interrupt.set_result(Interrupt.SHUTDOWN)
         await self._until_settled(INTERRUPTED_SETTLE)
         self._abandon.set()
         await self._until_settled(None)
@@ -216,6 +237,7 @@ class Worker:
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
+        await asyncio.to_thread(self.leases.stop)
         with contextlib.suppress(StoreError):
             await self._db(self.store.unregister_worker, self.id)
         self.events.emit("worker.stopped", worker=self.id)
@@ -244,14 +266,6 @@ class Worker:
             if deadline is not None:
                 deadline.cancel()
 
-    def _heartbeat_loop(self) -> asyncio.Task[None]:
-        heartbeating = self.upkeep.heartbeating(self._held, self._interrupt)
-        return asyncio.create_task(heartbeating, name="rota-heartbeat")
-
-    def _held(self) -> set[int]:
-        """The jobs whose leases this worker renews: running, or finished and not yet written."""
-        return {*self._running, *self.reports.held()}
-
     async def _claiming(self) -> None:
         """The claim loop, which ends only at ``stop``; if it cannot go on, the worker dies.
 
@@ -276,8 +290,7 @@ class Worker:
             exc_info=error,
             extra={"event": "worker.claim_loop_died"},
         )
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
+        self.leases.stop(wait=False)
         self.dead.set()
 
     async def _claim_until_stopped(self) -> None:
@@ -331,52 +344,55 @@ class Worker:
             jobs: list[Job] = await self._db(
                 self.store.claim, self.id, pool.queues, self.tasks, free, now, until, self.limits
             )
-            for job in await self.upkeep.still_held(jobs, until):
+            self.holdings.add(job.id for job in jobs)
+            kept = await self.upkeep.still_held(jobs, until)
+            self.holdings.discard(job.id for job in jobs if job not in kept)
+            for job in kept:
                 self._launch(job, index)
             claimed += len(jobs)
         return claimed
 
     def _launch(self, job: Job, pool: int) -> None:
-        run = Running(job, asyncio.get_running_loop().create_future(), pool)
-        self._running[job.id] = run
         self._busy[pool] += 1
+        if job.id in self._running:
+            self._waiting[job.id] = (job, pool)
+            return
+        self._start(job, pool)
+
+    def _start(self, job: Job, pool: int) -> None:
+        run = Running(job, asyncio.get_running_loop().create_future(), pool)
+        run.span = self.announcer.started(job, self.clock.now())
+        self._running[job.id] = run
         run.task = asyncio.create_task(self._execute(run), name=f"rota-job-{job.id}")
 
     async def _execute(self, run: Running) -> None:
+        job = run.job
         try:
-            finished = await self.executor.run(run.job, run.interrupt)
+            attempt: Attempt | None = await self.executor.run(job, run.interrupt)
         except Exception:
-            logger.exception("internal error running job %d; its lease will expire", run.job.id)
-            finished = None
+            logger.exception("internal error running job %d; its lease will expire", job.id)
+            attempt = None
         try:
-            if finished is None:
+            if attempt is None:
                 return
-            transition, leftover = finished.transition, finished.leftover
+            attempt.span = run.span
+            transition, leftover = attempt.transition, attempt.leftover
             if leftover is None or transition.finishes or await self._stopped(leftover):
-                finished.announce()
-                self._report(run.job, transition)
+                self.reports.add(attempt)
             else:
-                self._abandoned.append(run.job)
+                self._abandoned.append(job)
             if leftover is not None and transition.finishes:
                 await self._stopped(leftover)
         finally:
-            if self._running.pop(run.job.id, None) is not None:
+            if self._running.pop(job.id, None) is not None:
                 self._settled.set()
             self._busy[run.pool] -= 1
+            waiting = self._waiting.pop(job.id, None)
+            if waiting is not None:
+                self._busy[waiting[1]] -= 1
+                self._launch(*waiting)
             if self._draining or self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
                 self._wake.set()
-
-    def _report(self, job: Job, transition: Transition) -> None:
-        self.alerts.note(job, transition)
-        self.reports.add(transition, job)
-
-    async def _written(self, batch: Sequence[Transition]) -> None:
-        """Outcomes are counted as written: a success whose result the database refused is
-        written failed (``reports``)."""
-        self._outcomes.update(transition.target for transition in batch)
-        ticks = self.alerts.written(batch)
-        if ticks:
-            await self._db(self.alerts.record, ticks)
 
     async def _stopped(self, handler: asyncio.Future[Any]) -> bool:
         """Whether an interrupted handler has really stopped; its slot stays taken until then.
@@ -395,10 +411,11 @@ class Worker:
             abandon.cancel()
         return handler.done()
 
-    def _interrupt(self, job_id: int, reason: str) -> None:
+    def _interrupt(self, job_id: int, reason: Interrupt) -> None:
+        """From the lease keeper: stop a job someone cancelled, or one another worker took."""
         run = self._running.get(job_id)
         if run is None or run.interrupt.done():
             return
-        if reason == SHUTDOWN:
+        if reason is Interrupt.SHUTDOWN:
             self.events.job("job.lost", run.job, logging.WARNING)
         run.interrupt.set_result(reason)

@@ -24,7 +24,14 @@ from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 from rota.core.transitions import Transition
 from rota.errors import StoreError
-from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo, UnreadableRow
+from rota.store.values import (
+    Applied,
+    JobSummary,
+    Outlook,
+    SchemaStatus,
+    ServerInfo,
+    UnreadableRow,
+)
 
 MIGRATION_LOCK_TIMEOUT = 120.0
 """Seconds ``migrate`` waits for another process's migration of the same tables."""
@@ -154,16 +161,18 @@ class Store(Protocol):
         transitions: Sequence[Transition],
         now: datetime,
         progress: Sequence[ProgressReport] = (),
-    ) -> int:
+    ) -> Applied:
         """Apply the transitions of jobs ``worker_id`` holds, in one transaction, after writing
         the ``progress`` their attempts reported since the last heartbeat (the last value is
         kept even when no heartbeat came between it and the end).
 
-        Each one applies only if its job is still ``running`` under that worker's lease; the
-        count of those that applied is returned.  Every statement stays below what the server
-        takes in one (results are grouped by their size as sent); a result too large for any
-        statement is a ``StatementTooLarge`` naming its job, raised before anything is written,
-        as is the server's refusal of a statement (naming none).
+        Each one applies only if its job is still ``running`` under that worker's lease, at
+        the attempt it was held at (``Transition.held``); those that applied are returned,
+        with the dependents the failed or cancelled ones cancelled in the same transaction.
+        Every statement stays below what the server takes in one (results are grouped by
+        their size as sent); a result too large for any statement is a ``StatementTooLarge``
+        naming its job, raised before anything is written, as is the server's refusal of a
+        statement (naming none).
         """
         ...
 
@@ -188,8 +197,9 @@ class Store(Protocol):
         """Running jobs whose lease ended before ``now``, oldest lease first."""
         ...
 
-    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
-        """Apply rescue transitions to jobs whose lease is still expired; return how many."""
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> Applied:
+        """Apply rescue transitions to jobs whose lease is still expired; those that applied,
+        and the dependents cancelled with them."""
         ...
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
@@ -248,11 +258,12 @@ class Store(Protocol):
         index, so its cost in memory is the same for any number or size of jobs."""
         ...
 
-    def cancel(self, job_id: int, now: datetime) -> bool | None:
+    def cancel(self, job_id: int, now: datetime) -> Applied | None:
         """Cancel a pending or paused job, or ask the worker of a running one to cancel it.
 
-        ``True`` when done or asked, ``False`` when the job had already finished, ``None``
-        when there is no such job.
+        ``Applied`` names the job in ``job_ids`` when it was cancelled (its dependents cancelled
+        with it in ``cascaded``), in ``requested`` when its worker was asked; it is empty when
+        the job had already finished, and ``None`` when there is no such job.
         """
         ...
 

@@ -24,10 +24,11 @@ from sqlalchemy import Select, and_, delete, false, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from rota.core.model import AttemptError, JobState
+from rota.core.model import AttemptError, JobRef, JobState
 from rota.errors import DependencyFailed, InvalidArguments
 from rota.store.database import Database
 from rota.store.rows import WAITING, _attempt_errors, errors_json
+from rota.store.values import Cascaded
 
 SUCCEEDED = JobState.SUCCEEDED.value
 CANCELLED = JobState.CANCELLED.value
@@ -135,9 +136,11 @@ class SqlDependencies:
             chunk = rows[start : start + CHUNK]
             connection.execute(dialect.insert_ignoring_duplicates(self.links, chunk))
 
-    def cascade(self, connection: Connection, ended: Iterable[int], now: datetime) -> int:
+    def cascade(
+        self, connection: Connection, ended: Iterable[int], now: datetime
+    ) -> list[Cascaded]:
         """Cancel the waiting dependents of the jobs that have just ended, level by level,
-        each with an error naming the dependency that ended it; how many were cancelled.
+        each with an error naming the dependency that ended it; those cancelled.
 
         ``ended`` may name jobs whose transition did not apply (a late worker's): only those
         now ``failed`` or ``cancelled`` count.  The common case, a job nothing depends on,
@@ -145,11 +148,12 @@ class SqlDependencies:
         so the graph has no cycle and the loop ends.
         """
         frontier = sorted(set(ended))
-        cancelled = 0
+        cancelled: list[Cascaded] = []
         while frontier:
             waiting = self._waiting_on(connection, frontier)
-            frontier = self._cancel(connection, waiting, now)
-            cancelled += len(frontier)
+            level = self._cancel(connection, waiting, now)
+            cancelled.extend(level)
+            frontier = [each.job.id for each in level]
         return cancelled
 
     def _waiting_on(
@@ -175,15 +179,17 @@ class SqlDependencies:
 
     def _cancel(
         self, connection: Connection, waiting: dict[int, tuple[int, JobState]], now: datetime
-    ) -> list[int]:
+    ) -> list[Cascaded]:
         """Cancel those of ``waiting`` still pending or paused, rows locked first so that their
         errors are appended to, not overwritten; one UPDATE per distinct errors value (one per
-        dependency, in the usual case of jobs that never ran).  The ids cancelled."""
+        dependency, in the usual case of jobs that never ran).  Those cancelled, by id."""
         jobs = self.jobs
         updates: dict[str, list[int]] = defaultdict(list)
+        cancelled: list[Cascaded] = []
         for chunk in _chunks(sorted(waiting)):
             query = (
-                select(jobs.c.id, jobs.c.attempt, jobs.c.errors)
+                select(jobs.c.id, jobs.c.task, jobs.c.queue, jobs.c.schedule)
+                .add_columns(jobs.c.attempt, jobs.c.errors)
                 .where(jobs.c.id.in_(chunk), jobs.c.state.in_(WAITING))
                 .with_for_update()
             )
@@ -191,6 +197,8 @@ class SqlDependencies:
                 parent, state = waiting[row.id]
                 error = _failure(row.attempt, now, parent, state, "")
                 updates[errors_json([*_attempt_errors(row.errors, []), error])].append(row.id)
+                job = JobRef(row.id, row.task, row.queue, row.attempt, row.schedule)
+                cancelled.append(Cascaded(job, error))
         for errors, ids in updates.items():
             for chunk in _chunks(ids):
                 connection.execute(
@@ -198,7 +206,7 @@ class SqlDependencies:
                     .where(jobs.c.id.in_(chunk), jobs.c.state.in_(WAITING))
                     .values(state=CANCELLED, finished_at=now, unique_key=None, errors=errors)
                 )
-        return sorted(job_id for ids in updates.values() for job_id in ids)
+        return sorted(cancelled, key=lambda each: each.job.id)
 
     def _states(self, connection: Connection, ids: set[int]) -> dict[int, JobState]:
         """The jobs among ``ids`` that ended badly, with their state."""

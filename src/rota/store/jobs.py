@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, case, select, true, update
+from sqlalchemy import Select, Table, Update, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -33,6 +33,7 @@ from rota.store.rows import (
     to_job,
 )
 from rota.store.sizes import by_size
+from rota.store.values import Applied
 
 
 class SqlJobs:
@@ -170,17 +171,17 @@ class SqlJobs:
         transitions: Sequence[Transition],
         now: datetime,
         progress: Sequence[ProgressReport] = (),
-    ) -> int:
+    ) -> Applied:
         jobs = self.table
         held = and_(jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id)
 
-        def work(connection: Connection) -> int:
+        def work(connection: Connection) -> Applied:
             self._write_progress(connection, worker_id, progress)
             return self._apply(connection, transitions, held, now)
 
         return self.database.transaction(work)
 
-    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> Applied:
         expired = lease_expired(self.table, now)
         return self.database.transaction(lambda conn: self._apply(conn, transitions, expired, now))
 
@@ -190,16 +191,29 @@ class SqlJobs:
         transitions: Sequence[Transition],
         guard: ColumnElement[bool],
         now: datetime,
-    ) -> int:
+    ) -> Applied:
         """Successes without a result share one UPDATE, those with one share an UPDATE whose
         ``CASE`` gives each row its result (a statement a row would multiply the round trips of
         a report, and with them its chances of meeting a dropped connection), as many as the
-        server takes in one statement (``sizes``); every other transition writes its own row."""
+        server takes in one statement (``sizes``); every other transition writes its own row.
+        Which rows applied is known from each row count, or, when a shared UPDATE changed fewer
+        rows than it named (another writer won some), read back in the same transaction: the
+        rows that now hold this success at this ``now``, which also counts the write of a
+        transaction repeated after its connection dropped, whose first try had committed."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         finished = {**released, "unique_key": None}
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
-        applied = 0
+        applied: set[int] = set()
+
+        def shared(ids: list[int], statement: Update) -> None:
+            if connection.execute(statement).rowcount == len(ids):
+                applied.update(ids)
+                return
+            done = (jobs.c.state == JobState.SUCCEEDED.value, jobs.c.finished_at == now)
+            written = select(jobs.c.id).where(jobs.c.id.in_(ids), *done)
+            applied.update(connection.execute(written).scalars())
+
         succeeded = [t for t in transitions if t.target is JobState.SUCCEEDED]
         for held, alike in _by_held(succeeded).items():
             at_held = and_(guard, *_held_at(jobs, held))
@@ -207,17 +221,12 @@ class SqlJobs:
             limit = self.database.statement_limit(connection) if with_results else 0
             plain = [t.job_id for t in alike if t.result is None]
             if plain:
-                applied += connection.execute(
-                    update(jobs).where(jobs.c.id.in_(plain), at_held).values(success)
-                ).rowcount
+                shared(plain, update(jobs).where(jobs.c.id.in_(plain), at_held).values(success))
             for chunk in by_size(with_results, limit) if with_results else []:
                 results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
                 ids = [t.job_id for t in chunk]
-                applied += connection.execute(
-                    update(jobs)
-                    .where(jobs.c.id.in_(ids), at_held)
-                    .values(result=results, **success)
-                ).rowcount
+                where = update(jobs).where(jobs.c.id.in_(ids), at_held)
+                shared(ids, where.values(result=results, **success))
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
@@ -234,14 +243,15 @@ class SqlJobs:
                 values["errors"] = errors_json(t.errors)
             if t.snoozes is not None:
                 values["snoozes"] = t.snoozes
-            applied += connection.execute(
+            if connection.execute(
                 update(jobs)
                 .where(jobs.c.id == t.job_id, guard, *_held_at(jobs, t.held))
                 .values(values)
-            ).rowcount
-        ended = [t.job_id for t in transitions if t.target in ENDED_BADLY]
-        self.dependencies.cascade(connection, ended, now)
-        return applied
+            ).rowcount:
+                applied.add(t.job_id)
+        ended = [t.job_id for t in transitions if t.target in ENDED_BADLY and t.job_id in applied]
+        cascaded = self.dependencies.cascade(connection, ended, now)
+        return Applied(frozenset(applied), tuple(cascaded))
 
     def heartbeat(
         self,
@@ -309,26 +319,26 @@ class SqlJobs:
         )
         return [to_job(row._mapping) for row in self.database.fetch(query)]
 
-    def cancel(self, job_id: int, now: datetime) -> bool | None:
+    def cancel(self, job_id: int, now: datetime) -> Applied | None:
         if not 0 < job_id <= MAX_JOB_ID:
             return None
         jobs = self.table
 
-        def work(connection: Connection) -> bool | None:
+        def work(connection: Connection) -> Applied | None:
             pending = and_(jobs.c.id == job_id, jobs.c.state.in_(WAITING))
             if connection.execute(
                 update(jobs)
                 .where(pending)
                 .values(state=JobState.CANCELLED.value, finished_at=now, unique_key=None)
             ).rowcount:
-                self.dependencies.cascade(connection, [job_id], now)
-                return True
+                cascaded = self.dependencies.cascade(connection, [job_id], now)
+                return Applied(frozenset({job_id}), tuple(cascaded))
             running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
             if connection.execute(
                 update(jobs).where(running).values(cancel_requested=true())
             ).rowcount:
-                return True
-            return self._exists(connection, job_id)
+                return Applied(requested=frozenset({job_id}))
+            return None if self._exists(connection, job_id) is None else Applied()
 
         return self.database.transaction(work, idempotent=False)
 

@@ -43,7 +43,7 @@ from rota.store.schedules import SqlSchedules
 from rota.store.schema import DEFAULT_TABLE_PREFIX, Schema, jobs_channel
 from rota.store.signals import ListeningConnection
 from rota.store.unreadable import SqlUnreadable
-from rota.store.values import JobSummary, Outlook, SchemaStatus, ServerInfo, UnreadableRow
+from rota.store.values import Applied, JobSummary, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 
 def open_store(
@@ -158,7 +158,7 @@ class SqlStore:
         transitions: Sequence[Transition],
         now: datetime,
         progress: Sequence[ProgressReport] = (),
-    ) -> int:
+    ) -> Applied:
         return self._jobs.complete(worker_id, transitions, now, progress)
 
     def heartbeat(
@@ -174,10 +174,10 @@ class SqlStore:
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
         return self._jobs.expired_leases(now, limit)
 
-    def rescue(self, transitions: Sequence[Transition], now: datetime) -> int:
+    def rescue(self, transitions: Sequence[Transition], now: datetime) -> Applied:
         return self._jobs.rescue(transitions, now)
 
-    def cancel(self, job_id: int, now: datetime) -> bool | None:
+    def cancel(self, job_id: int, now: datetime) -> Applied | None:
         return self._jobs.cancel(job_id, now)
 
     def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:

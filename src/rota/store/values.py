@@ -4,10 +4,10 @@ cannot be read, and an idle worker's outlook."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from rota.core.model import AttemptError, JobState, Progress
+from rota.core.model import AttemptError, JobRef, JobState, Progress
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,27 @@ class Outlook:
     next_tick: datetime | None
     """The earliest next run of an active schedule."""
     at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Cascaded:
+    """A dependent cancelled because a job it depends on ended badly, with the error saying so
+    (``DEPENDENCY_FAILED``)."""
+
+    job: JobRef
+    error: AttemptError
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What one write of transitions changed, committed: the jobs whose transition applied (a
+    compare-and-set another writer lost changes nothing, and is not among them), the
+    dependents cancelled with them, and (``cancel``) the running jobs asked to stop.  What
+    rota announces is this, never what it meant to write."""
+
+    job_ids: frozenset[int] = frozenset()
+    cascaded: tuple[Cascaded, ...] = ()
+    requested: frozenset[int] = field(default_factory=frozenset)
+
+    def __len__(self) -> int:
+        return len(self.job_ids)

@@ -14,6 +14,7 @@ from rota.core.model import JobState
 from rota.core.transitions import OutcomeKind, manual_retry, rescue
 from rota.errors import InvalidArguments
 from rota.store import Store
+from rota.store.values import Applied
 from tests.conftest import START, Database
 from tests.store.contract.support import LEASE, claim, claimed, new, outcome, state
 
@@ -107,9 +108,9 @@ def test_paused_queues_are_skipped_by_claim_until_resumed(store: Store) -> None:
 def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> None:
     (job_id,) = store.enqueue([new()], START)
     done = outcome(claimed(store, job_id), OutcomeKind.SUCCEEDED)
-    assert store.complete("zombie", [done], START) == 0
+    assert len(store.complete("zombie", [done], START)) == 0
     assert state(store, job_id) is JobState.RUNNING
-    assert store.complete("w1", [done], START) == 1
+    assert len(store.complete("w1", [done], START)) == 1
     finished = store.job(job_id)
     assert finished is not None
     assert (finished.state, finished.lease_owner, finished.finished_at) == (
@@ -117,13 +118,16 @@ def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> Non
         None,
         START,
     )
-    assert store.complete("w1", [done], START) == 0, "a final state is never left"
+    later = START + SECOND
+    assert len(store.complete("w1", [done], later)) == 0, "a final state is never left"
+    again = store.job(job_id)
+    assert again is not None and (again.state, again.finished_at) == (JobState.SUCCEEDED, START)
 
 
 def test_complete_writes_a_failure_with_its_error(store: Store) -> None:
     (job_id,) = store.enqueue([new()], START)
     failed = outcome(claimed(store, job_id), OutcomeKind.FAILED)
-    assert store.complete("w1", [failed], START) == 1
+    assert len(store.complete("w1", [failed], START)) == 1
     job = store.job(job_id)
     assert job is not None and job.state is JobState.FAILED
     assert [(error.attempt, error.message) for error in job.errors] == [(1, "boom")]
@@ -132,11 +136,11 @@ def test_complete_writes_a_failure_with_its_error(store: Store) -> None:
 def test_heartbeat_renews_leases_and_reports_cancel_requests_and_lost_jobs(store: Store) -> None:
     keep, cancel_me, lost = store.enqueue([new(), new(), new("lost")], START)
     assert sorted(claim(store, tasks=("t", "lost"))) == [keep, cancel_me, lost]
-    assert store.cancel(cancel_me, START) is True
+    assert store.cancel(cancel_me, START) == Applied(requested=frozenset({cancel_me}))
     # ``lost`` is rescued by another process and claimed by another worker.
     late = START + LEASE + SECOND
     [expired] = [job for job in store.expired_leases(late, 10) if job.id == lost]
-    assert store.rescue([rescue(expired, late, RetryPolicy(), random.Random(0))], late) == 1
+    assert len(store.rescue([rescue(expired, late, RetryPolicy(), random.Random(0))], late)) == 1
     assert claim(store, "w2", now=late, tasks=("lost",)) == [lost]
     cancel, gone = store.heartbeat("w1", [keep, cancel_me, lost], late, late + LEASE)
     assert (cancel, gone) == ({cancel_me}, {lost})
@@ -154,13 +158,13 @@ def test_expired_leases_are_rescued_once_and_the_late_worker_changes_nothing(
     after = START + LEASE + SECOND
     (expired,) = store.expired_leases(after, 10)
     back = rescue(expired, after, RetryPolicy(), random.Random(0))
-    assert store.rescue([back], after) == 1
-    assert store.rescue([back], after) == 0
+    assert len(store.rescue([back], after)) == 1
+    assert len(store.rescue([back], after)) == 0
     rescued = store.job(job_id)
     assert rescued is not None
     assert (rescued.state, rescued.attempt, rescued.lease_owner) == (JobState.PENDING, 1, None)
     assert rescued.errors[-1].code == "LEASE_EXPIRED"
-    assert store.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, after)], after) == 0
+    assert len(store.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, after)], after)) == 0
     (again,) = store.claim("w2", ["default"], ["t"], 5, after, after + LEASE)
     assert again.attempt == 2
 
@@ -174,14 +178,14 @@ def test_a_late_outcome_of_an_earlier_claim_never_lands_on_the_same_workers_late
     first = claimed(store, job_id)
     after = START + LEASE + SECOND
     (expired,) = store.expired_leases(after, 10)
-    assert store.rescue([rescue(expired, after, RetryPolicy(), random.Random(0))], after) == 1
+    assert len(store.rescue([rescue(expired, after, RetryPolicy(), random.Random(0))], after)) == 1
     second = claimed(store, job_id, now=after)
     assert (second.attempt, second.lease_owner) == (2, "w1")
     for kind in (OutcomeKind.RELEASED, OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
-        assert store.complete("w1", [outcome(first, kind, after)], after) == 0
+        assert len(store.complete("w1", [outcome(first, kind, after)], after)) == 0
     still = store.job(job_id)
     assert still is not None and (still.state, still.attempt) == (JobState.RUNNING, 2)
-    assert store.complete("w1", [outcome(second, OutcomeKind.SUCCEEDED, after)], after) == 1
+    assert len(store.complete("w1", [outcome(second, OutcomeKind.SUCCEEDED, after)], after)) == 1
     assert state(store, job_id) is JobState.SUCCEEDED
 
 
@@ -189,13 +193,13 @@ def test_cancel_answers_for_pending_paused_running_finished_and_missing(store: S
     pending, paused, running = store.enqueue([new(), new(), new(at=START - SECOND)], START)
     assert claim(store, limit=1) == [running]
     assert store.set_job_state(paused, JobState.PENDING, JobState.PAUSED) is True
-    assert store.cancel(pending, START) is True
-    assert store.cancel(paused, START) is True
+    assert store.cancel(pending, START) == Applied(frozenset({pending}))
+    assert store.cancel(paused, START) == Applied(frozenset({paused}))
     assert (state(store, pending), state(store, paused)) == (JobState.CANCELLED,) * 2
-    assert store.cancel(running, START) is True
+    assert store.cancel(running, START) == Applied(requested=frozenset({running}))
     still = store.job(running)
     assert still is not None and still.state is JobState.RUNNING and still.cancel_requested
-    assert store.cancel(pending, START) is False
+    assert store.cancel(pending, START) == Applied(), "finished already: nothing applied"
     assert store.cancel(10**9, START) is None
     assert store.cancel(2**70, START) is None, "past any BIGINT id"
 

@@ -1,0 +1,170 @@
+"""Announcing committed facts: the one place a job's outcome is told to anyone.
+
+Every path that ends or moves a job (a worker's attempt, a rescue after an expired lease, a
+cancel, a cascade of cancellations, a manual retry) writes first and announces after its
+transaction commits, only what the store says applied (``store.values.Applied``).  So a hook
+that reads the job sees the state the event names, and a write another process won is never
+announced.  The subscribers are this process's: the event log (the execution log and the
+hooks), telemetry, and ``rota.result`` waiters; a worker's completer also counts tick alerts and
+drained outcomes from the same announcements.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from rota.core.model import Job, JobRef, JobState
+from rota.core.transitions import Outcome, OutcomeKind, Transition
+from rota.observe.events import EventLog
+from rota.observe.otel import Telemetry
+from rota.runtime.executor import Attempt
+from rota.runtime.results import Completions
+from rota.store.values import Applied, Cascaded
+
+logger = logging.getLogger("rota.worker")
+
+
+class Announcer:
+    def __init__(
+        self, events: EventLog, telemetry: Telemetry | None, completions: Completions
+    ) -> None:
+        self.events = events
+        self.telemetry = telemetry
+        self.completions = completions
+
+    def started(self, job: Job, now: Any) -> Any:
+        """A claimed job's attempt begins (its claim is committed): ``job.started``, and the
+        attempt's span, which ``attempts`` ends."""
+        self.events.job("job.started", job)
+        return self.telemetry.begin(job, now) if self.telemetry else None
+
+    def attempts(self, written: Sequence[Attempt], applied: Applied) -> list[Attempt]:
+        """A batch of attempts was written: announce those that applied (their outcome, and
+        the dependents they cancelled); the others, whose jobs another worker took meanwhile,
+        are only counted.  Those that applied."""
+        done = [attempt for attempt in written if attempt.transition.job_id in applied.job_ids]
+        for attempt in done:
+            self._attempt(attempt)
+        lost = [attempt for attempt in written if attempt.transition.job_id not in applied.job_ids]
+        if lost:
+            if self.telemetry is not None:
+                for attempt in lost:
+                    self.telemetry.lost(attempt.span)
+            logger.warning(
+                "%d of %d finished jobs were no longer held by this worker (lease expired?)",
+                len(lost),
+                len(written),
+                extra={"event": "worker.lost_jobs"},
+            )
+        self._cascaded(applied.cascaded)
+        self._wake([a.transition for a in done])
+        return done
+
+    def rescued(self, expired: Sequence[tuple[Job, Transition]], applied: Applied) -> None:
+        """Jobs whose lease expired were taken back: ``job.recovered`` (saying where each went),
+        and for one the rescue ended, ``job.failed`` or ``job.cancelled`` as for any ending;
+        for those the rescue applied."""
+        ended = [(job, t) for job, t in expired if t.job_id in applied.job_ids]
+        for job, transition in ended:
+            overdue = (transition.at - (job.lease_until or transition.at)) / timedelta(seconds=1)
+            self.events.job(
+                "job.recovered",
+                job,
+                logging.WARNING,
+                lease_owner=job.lease_owner,
+                to=transition.target.value,
+                lease_expired_for=round(overdue, 3),
+            )
+            if transition.finishes:
+                self._outcome(job, None, transition, {})
+        self._cascaded(applied.cascaded)
+        self._wake([t for _, t in ended])
+
+    def cancelled(self, job: Job | JobRef, applied: Applied) -> None:
+        """A cancel by the API: ``job.cancelled`` when it ended the job, ``job.cancel_requested``
+        when its worker was asked to stop it."""
+        if job.id in applied.job_ids:
+            self.events.job("job.cancelled", job)
+            self.completions.finished([job.id])
+        elif job.id in applied.requested:
+            self.events.job("job.cancel_requested", job)
+        self._cascaded(applied.cascaded)
+
+    def retried(self, job: Job | JobRef) -> None:
+        """A failed or cancelled job was put back to pending by hand."""
+        self.events.job("job.retried", job)
+
+    def _attempt(self, attempt: Attempt) -> None:
+        job, outcome, transition = attempt.job, attempt.outcome, attempt.transition
+        details: dict[str, Any] = {"duration_ms": round(attempt.duration * 1000, 3)}
+        if outcome.kind is OutcomeKind.TIMED_OUT:
+            self.events.job(
+                "job.timed_out", job, logging.WARNING, **self._error(outcome, transition, details)
+            )
+        self._outcome(job, outcome, transition, details)
+        if self.telemetry is not None:
+            self.telemetry.end(
+                attempt.span, job, outcome, transition, attempt.duration, attempt.error
+            )
+
+    def _outcome(
+        self,
+        job: Job,
+        outcome: Outcome | None,
+        transition: Transition,
+        details: dict[str, Any],
+    ) -> None:
+        """The event of where ``transition`` took the job (``outcome``: how the attempt ended,
+        ``None`` for a rescue)."""
+        kind = outcome.kind if outcome is not None else None
+        details = self._error(outcome, transition, details)
+        target = transition.target
+        if target is JobState.SUCCEEDED:
+            self.events.job("job.succeeded", job, **details)
+        elif target is JobState.CANCELLED:
+            self.events.job("job.cancelled", job, **details)
+        elif target is JobState.FAILED:
+            self.events.job("job.failed", job, logging.ERROR, **details)
+        elif kind is OutcomeKind.RELEASED:
+            self.events.job("job.released", job, **details)
+        elif kind is OutcomeKind.SNOOZED:
+            delay = round(outcome.delay or 0.0, 3) if outcome is not None else 0.0
+            self.events.job("job.snoozed", job, delay=delay, snoozes=transition.snoozes, **details)
+        else:
+            delay = round(transition.retry_in or 0.0, 3)
+            self.events.job("job.retrying", job, logging.WARNING, delay=delay, **details)
+
+    @staticmethod
+    def _error(
+        outcome: Outcome | None, transition: Transition, details: dict[str, Any]
+    ) -> dict[str, Any]:
+        error = (outcome.error if outcome is not None else None) or transition.new_error
+        if error is None:
+            return details
+        return {
+            **details,
+            "error_code": error.code,
+            "error_type": error.type,
+            "error": error.message,
+        }
+
+    def _cascaded(self, cascaded: Sequence[Cascaded]) -> None:
+        for each in cascaded:
+            error = each.error
+            self.events.job(
+                "job.cancelled",
+                each.job,
+                error_code=error.code,
+                error_type=error.type,
+                error=error.message,
+            )
+        if cascaded:
+            self.completions.finished([each.job.id for each in cascaded])
+
+    def _wake(self, transitions: Sequence[Transition]) -> None:
+        ended = [t.job_id for t in transitions if t.finishes]
+        if ended:
+            self.completions.finished(ended)
