@@ -180,4 +180,4 @@ class EventLog:
         if is_async(hook):
             self.runner.schedule(event.name, bound(hook, event), self._loop)
         else:
-            self.runner.submit(key, event.name, sync_call(hook, event, self.runner.timeout))
+            self.runner.submit(key, event.name, sync_call(hook, event, self.runner))

@@ -114,16 +114,31 @@ class HookRunner:
         task.add_done_callback(self._pending.discard)
 
     async def _guarded(self, name: str, work: Callable[[], Awaitable[Any]]) -> None:
-        try:
-            await asyncio.wait_for(_awaited(work), self.timeout)
-        except asyncio.TimeoutError:
+        """Run an async hook as a task of its own, cancelled past the timeout.  What it raises
+        is caught inside that task: a ``SystemExit`` or ``KeyboardInterrupt`` escaping a task
+        would be raised out of the event loop itself."""
+        ours = [False]
+
+        async def contained() -> None:
+            try:
+                await work()
+            except asyncio.CancelledError:
+                if ours[0]:
+                    raise
+                logger.exception("a hook for %s raised", name)
+            except BaseException:  # SystemExit, KeyboardInterrupt...: the hook's, contained
+                logger.exception("a hook for %s raised", name)
+
+        task = asyncio.ensure_future(contained())
+        done, _ = await asyncio.wait({task}, timeout=self.timeout)
+        if not done:
+            ours[0] = True
+            task.cancel()
             logger.warning(
                 "an async hook for %s ran longer than hook_timeout (%g s) and was cancelled",
                 name,
                 self.timeout,
             )
-        except BaseException:  # a hook's own CancelledError, SystemExit...: contained
-            logger.exception("a hook for %s raised", name)
 
     def _start(self, lane: _Lane) -> None:
         thread = threading.Thread(
@@ -148,23 +163,29 @@ class HookRunner:
                         lane.running = None
 
     def _watch(self) -> None:
-        """Abandon a lane's thread whose hook overruns the timeout: its lane gets a new one."""
         while True:
             time.sleep(WATCH_EVERY)
-            now = time.monotonic()
-            for lane in self._lanes:
-                with self._lock:
-                    running = lane.running
-                    if running is None or now - running[1] < self.timeout:
-                        continue
-                    lane.running = None
-                    self._start(lane)
-                logger.warning(
-                    "a hook for %s ran longer than hook_timeout (%g s): abandoned, its lane "
-                    "goes on without it",
-                    running[0],
-                    self.timeout,
-                )
+            self.abandon_overdue(time.monotonic())
+
+    def abandon_overdue(self, now: float) -> list[str]:
+        """Abandon each lane's thread whose hook has run past the timeout by the monotonic
+        ``now``: its lane goes on with a new thread.  The events of the hooks abandoned."""
+        abandoned = []
+        for lane in self._lanes:
+            with self._lock:
+                running = lane.running
+                if running is None or now - running[1] < self.timeout:
+                    continue
+                lane.running = None
+                self._start(lane)
+            abandoned.append(running[0])
+            logger.warning(
+                "a hook for %s ran longer than hook_timeout (%g s): abandoned, its lane goes "
+                "on without it",
+                running[0],
+                self.timeout,
+            )
+        return abandoned
 
     def _drop(self, name: str) -> None:
         with self._lock:
@@ -180,10 +201,6 @@ class HookRunner:
             )
 
 
-async def _awaited(work: Callable[[], Awaitable[Any]]) -> Any:
-    return await work()
-
-
 def bound(hook: Callable[[Any], Any], event: Any) -> Callable[[], Awaitable[Any]]:
     """An async hook's call for one event, made when it runs (not when it is queued)."""
 
@@ -193,17 +210,13 @@ def bound(hook: Callable[[Any], Any], event: Any) -> Callable[[], Awaitable[Any]
     return call
 
 
-def sync_call(hook: Callable[[Any], Any], event: Any, timeout: float) -> Call:
+def sync_call(hook: Callable[[Any], Any], event: Any, runner: HookRunner) -> Call:
     """A sync hook's call for one event; should it return an awaitable after all (a lambda
-    around an async function), that is run to its end on the lane, under the timeout."""
+    around an async function), that is run on the lane as an async hook would be."""
 
     def call() -> None:
         result = hook(event)
         if inspect.isawaitable(result):
-            asyncio.run(_within(result, timeout))
+            asyncio.run(runner._guarded(event.name, lambda: result))
 
     return call
-
-
-async def _within(result: Awaitable[Any], timeout: float) -> None:
-    await asyncio.wait_for(_awaited(lambda: result), timeout)
