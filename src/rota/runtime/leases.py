@@ -35,8 +35,9 @@ from rota.store.base import Store
 BLOCKED_LOOP = 1.0
 """Seconds the worker's event loop may go without running a callback before it is logged."""
 WATCH_EVERY = 0.5
-STOP_WAIT = 5.0
-"""Seconds ``stop`` waits for the thread (a renewal may be in a statement at that moment)."""
+STOP_WAIT = 0.5
+"""Seconds ``stop`` waits for the thread to end: at once, unless a renewal is in a statement
+(a stopping worker does not wait for it: its leases then run out a little later)."""
 logger = logging.getLogger("rota.worker")
 
 
@@ -85,6 +86,7 @@ class LeaseKeeper:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._started = threading.Event()
+        self._stopping = False
 
     def start(self, interrupt: Callable[[int, Interrupt], None]) -> None:
         """Start renewing, from the worker's event loop: ``interrupt(job_id, reason)`` is
@@ -100,10 +102,11 @@ class LeaseKeeper:
         self._started.wait()
 
     def stop(self, wait: bool = True) -> None:
-        """Stop renewing (the leases then run out unless written first); with ``wait``, for
-        up to ``STOP_WAIT`` seconds until the thread has ended."""
+        """Stop renewing (the leases then run out unless written first); with ``wait``, let the
+        thread end, for up to ``STOP_WAIT`` seconds."""
         loop, task, thread = self._loop, self._task, self._thread
-        if loop is not None and task is not None and not loop.is_closed():
+        if loop is not None and task is not None and not self._stopping:
+            self._stopping = True
             with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                 loop.call_soon_threadsafe(task.cancel)
         if wait and thread is not None:
@@ -125,7 +128,8 @@ class LeaseKeeper:
             pass
         finally:
             watching.cancel()
-            await asyncio.gather(watching, return_exceptions=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(watching, return_exceptions=True)
 
     async def _renewing(
         self,
