@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from rota import ConfigError, InvalidResult, JobContext, JobState, Rota
+from rota import ConfigError, JobContext, JobState, Rota
 from rota.core.clock import SystemClock
+from rota.errors import InvalidResult
 from rota.runtime import isolation
 from tests.apps import isolated_app
 from tests.helpers import eventually

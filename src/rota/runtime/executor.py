@@ -31,8 +31,8 @@ from rota.core.failures import message_of
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
 from rota.errors import (
+    ErrorCode,
     ExecutionFailed,
-    FailedByHandler,
     InvalidArguments,
     InvalidResult,
     JobTimeout,
@@ -204,7 +204,7 @@ class Executor:
         if isinstance(shown, RotaError):
             code = shown.code
         else:
-            code = FailedByHandler.code if isinstance(shown, Fail) else ExecutionFailed.code
+            code = ErrorCode.FAILED_BY_HANDLER if isinstance(shown, Fail) else ExecutionFailed.code
         # traceback formats an exception whose __str__ raises with a placeholder of its own.
         formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
         return AttemptError(
