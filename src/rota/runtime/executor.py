@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, Literal
 
 from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
@@ -50,8 +51,14 @@ from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
 MAX_TRACEBACK = 16_000
-CANCEL = "cancel"
-SHUTDOWN = "shutdown"
+
+
+class Interrupt(Enum):
+    """Why a running attempt is stopped: its cancel was asked (it ends ``cancelled``), or its
+    worker is shutting down or lost its lease (it is released)."""
+
+    CANCEL = "cancel"
+    SHUTDOWN = "shutdown"
 
 
 class HandlerExit(Exception):
@@ -112,7 +119,7 @@ class Executor:
         self._policies[task] = (definition, policy)
         return policy
 
-    async def run(self, job: Job, interrupt: asyncio.Future[str]) -> Finished:
+    async def run(self, job: Job, interrupt: asyncio.Future[Interrupt]) -> Finished:
         """Run ``job`` until it returns, raises, times out or ``interrupt`` gets a reason."""
         span = self.telemetry.begin(job, self.clock.now()) if self.telemetry else None
         definition = self.registry.find(job.task)
@@ -153,7 +160,11 @@ class Executor:
         leftover = _cancel(runner, thread)
         timed_out: JobTimeout | None = None
         if interrupt in done:
-            kind = OutcomeKind.CANCELLED if interrupt.result() == CANCEL else OutcomeKind.RELEASED
+            kind = (
+                OutcomeKind.CANCELLED
+                if interrupt.result() is Interrupt.CANCEL
+                else OutcomeKind.RELEASED
+            )
             outcome = Outcome(kind)
         else:
             timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")

@@ -19,7 +19,7 @@ from rota.core.model import Job, ProgressReport
 from rota.core.transitions import lease_until
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import CANCEL, SHUTDOWN, Executor
+from rota.runtime.executor import Executor, Interrupt
 from rota.runtime.lookout import Lookout
 from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
 from rota.runtime.settings import WorkerSettings
@@ -83,7 +83,7 @@ class Upkeep:
         return [job for job in jobs if job.id not in lost]
 
     async def heartbeating(
-        self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, str], None]
+        self, held: Callable[[], Iterable[int]], interrupt: Callable[[int, Interrupt], None]
     ) -> None:
         """Every third of the lease: renew it for the ids ``held()`` gives, write the progress
         their handlers reported since the last time, and ``interrupt`` those whose cancel was
@@ -99,9 +99,9 @@ class Upkeep:
                 progress = board.take(job_ids)
                 cancel, lost = await self._db(self._renew, job_ids, progress)
                 for job_id in cancel:
-                    interrupt(job_id, CANCEL)
+                    interrupt(job_id, Interrupt.CANCEL)
                 for job_id in lost:
-                    interrupt(job_id, SHUTDOWN)
+                    interrupt(job_id, Interrupt.SHUTDOWN)
                 backoff.succeeded()
             except Exception as error:
                 board.put_back(progress)

@@ -28,7 +28,7 @@ from rota.errors import StoreError
 from rota.observe.events import EventLog
 from rota.runtime.alerts import TickAlerts
 from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import SHUTDOWN, Executor
+from rota.runtime.executor import Executor, Interrupt
 from rota.runtime.listener import JobListener
 from rota.runtime.lookout import Lookout
 from rota.runtime.reports import Reports
@@ -47,7 +47,7 @@ logger = logging.getLogger("rota.worker")
 @dataclass
 class Running:
     job: Job
-    interrupt: asyncio.Future[str]
+    interrupt: asyncio.Future[Interrupt]
     pool: int
     task: asyncio.Task[None] | None = None
     """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
@@ -198,7 +198,7 @@ class Worker:
         await self._until_settled(grace, ends_with_grace=True)
         for run in list(self._running.values()):
             if not run.interrupt.done():
-                run.interrupt.set_result(SHUTDOWN)
+                run.interrupt.set_result(Interrupt.SHUTDOWN)
         await self._until_settled(INTERRUPTED_SETTLE)
         self._abandon.set()
         await self._until_settled(None)
@@ -395,10 +395,10 @@ class Worker:
             abandon.cancel()
         return handler.done()
 
-    def _interrupt(self, job_id: int, reason: str) -> None:
+    def _interrupt(self, job_id: int, reason: Interrupt) -> None:
         run = self._running.get(job_id)
         if run is None or run.interrupt.done():
             return
-        if reason == SHUTDOWN:
+        if reason is Interrupt.SHUTDOWN:
             self.events.job("job.lost", run.job, logging.WARNING)
         run.interrupt.set_result(reason)
