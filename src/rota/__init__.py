@@ -6,6 +6,7 @@ from rota.app import Rota
 from rota.context import Cancellation, JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
+from rota.core.events import EventName
 from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
 from rota.enqueue import Enqueue
@@ -45,6 +46,7 @@ __all__ = [
     "Enqueue",
     "ErrorCode",
     "Event",
+    "EventName",
     "Fail",
     "InvalidArguments",
     "InvalidCron",

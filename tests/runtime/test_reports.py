@@ -22,6 +22,7 @@ import pytest
 from rota.core.model import AttemptError, Job, JobState, ProgressReport
 from rota.core.transitions import Transition
 from rota.errors import TransientStoreError
+from rota.observe.events import EventLog
 from rota.runtime.reports import Reports
 from rota.runtime.timer import Timer
 from rota.store.base import StatementTooLarge, Store
@@ -73,7 +74,7 @@ def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
 
 def writer(store: object) -> Reports:
     clock = FakeClock(START)
-    return Reports("w", cast(Store, store), asyncio.to_thread, clock, Timer(clock), 1.0)
+    return Reports("w", cast(Store, store), asyncio.to_thread, clock, Timer(clock), 1.0, EventLog())
 
 
 def job(job_id: int, errors: tuple[AttemptError, ...] = ()) -> Job:

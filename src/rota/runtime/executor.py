@@ -28,6 +28,7 @@ from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
 from rota.context import JobContext
 from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
+from rota.core.events import EventName
 from rota.core.failures import message_of
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
@@ -140,7 +141,7 @@ class Executor:
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
         )
-        self.events.job("job.started", job)
+        self.events.job(EventName.JOB_STARTED, job)
         started = time.monotonic()
         runner, thread = self._start(definition, ctx, job)
         timeout = self.timer.after(definition.timeout) if definition.timeout else None
@@ -185,7 +186,9 @@ class Executor:
         if definition.isolation == "process":
             # A task that stops its child process when cancelled, done once the child exited:
             # ``_cancel`` then needs nothing more than for an async handler.
-            return asyncio.ensure_future(isolation.run(definition, ctx, job, limit)), None
+            return asyncio.ensure_future(
+                isolation.run(definition, ctx, job, limit, self.events)
+            ), None
         thread = self.threads.submit(_guarded_sync, definition, ctx, job, limit)
         return asyncio.wrap_future(thread), thread
 
@@ -248,27 +251,29 @@ class Executor:
         if error is not None:
             details.update(error_code=error.code, error_type=error.type, error=error.message)
         if outcome.kind is OutcomeKind.SUCCEEDED:
-            self.events.job("job.succeeded", job, **details)
+            self.events.job(EventName.JOB_SUCCEEDED, job, **details)
         elif outcome.kind is OutcomeKind.CANCELLED:
-            self.events.job("job.cancelled", job, **details)
+            self.events.job(EventName.JOB_CANCELLED, job, **details)
         elif outcome.kind is OutcomeKind.RELEASED:
-            self.events.job("job.released", job, **details)
+            self.events.job(EventName.JOB_RELEASED, job, **details)
         elif outcome.kind is OutcomeKind.SNOOZED and transition.target is JobState.PENDING:
             delay = round(outcome.delay or 0.0, 3)
-            self.events.job("job.snoozed", job, delay=delay, snoozes=transition.snoozes, **details)
+            self.events.job(
+                EventName.JOB_SNOOZED, job, delay=delay, snoozes=transition.snoozes, **details
+            )
         else:
             if outcome.kind is OutcomeKind.TIMED_OUT:
-                self.events.job("job.timed_out", job, logging.WARNING, **details)
+                self.events.job(EventName.JOB_TIMED_OUT, job, logging.WARNING, **details)
             if transition.target is JobState.PENDING:
                 self.events.job(
-                    "job.retrying",
+                    EventName.JOB_RETRYING,
                     job,
                     logging.WARNING,
                     delay=round(transition.retry_in or 0.0, 3),
                     **details,
                 )
             else:
-                self.events.job("job.failed", job, logging.ERROR, **details)
+                self.events.job(EventName.JOB_FAILED, job, logging.ERROR, **details)
 
 
 def _refusal(job: Job, definition: TaskDefinition | None) -> RotaError | None:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rota.context import JobContext
 from rota.core.backoff import lineage
+from rota.core.events import EventName
 from rota.core.failures import message_of
 from rota.errors import ConfigError, ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from rota.core.model import Job
+    from rota.observe.events import EventLog
     from rota.tasks import TaskDefinition
 
 Isolation = Literal["thread", "process"]
@@ -133,7 +135,7 @@ def check(task: str, handler: Any, isolation: object, is_async: bool) -> None:
 
 
 async def run(
-    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int
+    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int, events: EventLog
 ) -> str | None:
     """Run one attempt in a child process; its result as JSON, or raise what went wrong.
 
@@ -156,7 +158,7 @@ async def run(
             "max_result_bytes": max_result_bytes,
         }
     )
-    child = _Child(spec, ctx.progress)
+    child = _Child(spec, ctx.progress, events)
     try:
         output = await child.finished()
     except BaseException:
@@ -170,7 +172,10 @@ async def run(
 class _Child:
     """One child process, the pipe it writes its outcome to, and the one that keeps it alive."""
 
-    def __init__(self, spec: str, report: Callable[[float, str | None], None]) -> None:
+    def __init__(
+        self, spec: str, report: Callable[[float, str | None], None], events: EventLog
+    ) -> None:
+        self.events = events
         context = multiprocessing.get_context("spawn")
         self._output, child_output = context.Pipe(duplex=False)
         child_lifeline, self._lifeline = context.Pipe(duplex=False)
@@ -239,11 +244,13 @@ class _Child:
             try:
                 await asyncio.wait_for(asyncio.shield(exited), KILL_AFTER)
             except asyncio.TimeoutError:
-                logger.warning(
+                self.events.log(
+                    logger,
+                    EventName.JOB_CHILD_KILLED,
+                    logging.WARNING,
                     "isolated child %s ignored SIGTERM for %s s; killing it",
                     self.pid,
                     KILL_AFTER,
-                    extra={"event": "job.child_killed"},
                 )
                 self.process.kill()
                 await exited

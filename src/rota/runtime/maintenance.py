@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rota.config import RotaConfig
+from rota.core.events import EventName
 from rota.core.model import FOLD_LAG, JobState
 from rota.core.transitions import rescue
 from rota.observe.events import EventLog
@@ -97,7 +98,7 @@ def rescue_expired(
     for job, transition in zip(expired, transitions, strict=True):
         overdue = (now - (job.lease_until or now)) / timedelta(seconds=1)
         events.job(
-            "job.recovered",
+            EventName.JOB_RECOVERED,
             job,
             logging.WARNING,
             lease_owner=job.lease_owner,

@@ -29,9 +29,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rota.core.clock import Clock
+from rota.core.events import EventName
 from rota.core.model import Job, JobState
 from rota.core.transitions import Transition, unwritable
 from rota.errors import InvalidArguments, StoreError, TransientStoreError
+from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.progress import ProgressBoard
 from rota.runtime.timer import Timer
@@ -53,6 +55,7 @@ class Reports:
         clock: Clock,
         timer: Timer,
         max_backoff: float,
+        events: EventLog,
         finished: Callable[[Sequence[int]], None] | None = None,
         written: Callable[[Sequence[Transition]], Awaitable[None]] | None = None,
         progress: ProgressBoard | None = None,
@@ -66,6 +69,7 @@ class Reports:
         self.clock = clock
         self.timer = timer
         self.max_backoff = max_backoff
+        self.events = events
         self.finished = finished
         self.written = written
         self.progress = progress
@@ -96,7 +100,7 @@ class Reports:
 
     async def writing(self) -> None:
         """The only writer of finished attempts; on stop it writes what is left, then ends."""
-        backoff = LoopBackoff("report", self.max_backoff)
+        backoff = LoopBackoff("report", self.max_backoff, self.events)
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -106,11 +110,13 @@ class Reports:
             except Exception as error:
                 delay = backoff.failed(error)
                 if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
-                    logger.error(
+                    self.events.log(
+                        logger,
+                        EventName.WORKER_REPORT_ABANDONED,
+                        logging.ERROR,
                         "giving up reporting %d finished job(s); their leases will expire and "
                         "they will run again",
                         len(self.pending),
-                        extra={"event": "worker.report_abandoned"},
                     )
                     return
                 await self.timer.sleep(min(delay, 2.0) if self._closing else delay)
@@ -212,13 +218,15 @@ class Reports:
 
     def _halve(self, batch: list[Transition], error: Exception) -> None:
         self._batch = (len(batch) + 1) // 2
-        logger.warning(
+        self.events.log(
+            logger,
+            EventName.WORKER_REPORT_SPLIT,
+            logging.WARNING,
             "writing %d finished jobs failed (%s: %s); writing them in batches of %d",
             len(batch),
             type(error).__name__,
             error,
             self._batch,
-            extra={"event": "worker.report_split"},
         )
 
     def _give_up(self, transition: Transition, error: Exception) -> None:
@@ -231,23 +239,29 @@ class Reports:
             size = len(transition.result.encode("utf-8", "surrogatepass"))
             message = f"the result ({size} bytes as JSON) could not be written: {error}"
             self.pending[index] = unwritable(job, transition, message)
-            logger.error(
+            self.events.log(
+                logger,
+                EventName.WORKER_RESULT_UNWRITABLE,
+                logging.ERROR,
                 "job %d succeeded but the database refuses its result; it fails with "
                 "INVALID_RESULT instead: %s",
                 transition.job_id,
                 message,
-                extra={"event": "worker.result_unwritable", "job_id": transition.job_id},
+                job_id=transition.job_id,
             )
             return
         del self.pending[index]
         self._jobs.pop(transition.job_id, None)
-        logger.error(
+        self.events.log(
+            logger,
+            EventName.WORKER_REPORT_DROPPED,
+            logging.ERROR,
             "giving up writing the outcome of job %d (%s: %s); its lease will expire and it "
             "will run again",
             transition.job_id,
             type(error).__name__,
             error,
-            extra={"event": "worker.report_dropped", "job_id": transition.job_id},
+            job_id=transition.job_id,
         )
 
     async def _announce(self, batch: Sequence[Transition], applied: int) -> None:
@@ -256,9 +270,11 @@ class Reports:
         if self.written is not None:
             await self.written(batch)
         if applied < len(batch):
-            logger.warning(
+            self.events.log(
+                logger,
+                EventName.WORKER_LOST_JOBS,
+                logging.WARNING,
                 "%d of %d finished jobs were no longer held by this worker (lease expired?)",
                 len(batch) - applied,
                 len(batch),
-                extra={"event": "worker.lost_jobs"},
             )

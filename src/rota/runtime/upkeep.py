@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota.core.events import EventName
 from rota.core.model import Job, ProgressReport
 from rota.core.transitions import lease_until
 from rota.runtime.alerts import TickAlerts
@@ -73,12 +74,14 @@ class Upkeep:
         renewed = lease_until(now, self.lease_seconds)
         _, lost = await self._db(self.store.heartbeat, self.worker_id, ids, now, renewed)
         if lost:
-            logger.warning(
+            self.events.log(
+                logger,
+                EventName.WORKER_CLAIM_OUTLIVED,
+                logging.WARNING,
                 "a slow claim's lease ran out: %d job(s) taken over meanwhile are left to the "
                 "worker that has them (%s)",
                 len(lost),
                 ", ".join(map(str, sorted(lost))),
-                extra={"event": "worker.claim_outlived"},
             )
         return [job for job in jobs if job.id not in lost]
 
@@ -89,7 +92,7 @@ class Upkeep:
         their handlers reported since the last time, and ``interrupt`` those whose cancel was
         asked (``CANCEL``) or whose lease another worker took (``SHUTDOWN``).  Progress a
         failed heartbeat did not write goes back to the board for the next one."""
-        backoff = LoopBackoff("heartbeat", self.max_backoff)
+        backoff = LoopBackoff("heartbeat", self.max_backoff, self.events)
         board = self.executor.progress
         while True:
             delay = self.lease_seconds / 3
@@ -122,7 +125,7 @@ class Upkeep:
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
         """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook
         says none expired (an idle worker's look covers it, and wakes this loop when one has)."""
-        backoff = LoopBackoff("rescue", self.max_backoff)
+        backoff = LoopBackoff("rescue", self.max_backoff, self.events)
         while True:
             delay = poll_interval
             fresh = self.lookout.fresh() if self.lookout is not None else None
@@ -143,7 +146,7 @@ class Upkeep:
         return count
 
     async def pruning(self, interval: float, retention: Retention) -> None:
-        backoff = LoopBackoff("prune", self.max_backoff)
+        backoff = LoopBackoff("prune", self.max_backoff, self.events)
         while True:
             delay = interval
             try:
@@ -157,7 +160,7 @@ class Upkeep:
                     timedelta(seconds=interval * 2),
                 )
                 if pruned:
-                    self.events.emit("jobs.pruned", count=pruned)
+                    self.events.emit(EventName.JOBS_PRUNED, count=pruned)
                 backoff.succeeded()
             except Exception as error:
                 delay = backoff.failed(error)
