@@ -158,11 +158,11 @@ async def run(
             "max_result_bytes": max_result_bytes,
         }
     )
-    child = _Child(spec, ctx.progress, events)
+    child = _Child(spec, ctx.progress)
     try:
         output = await child.finished()
     except BaseException:
-        await child.stop()
+        await child.stop(events)
         raise
     finally:
         child.close()
@@ -172,10 +172,7 @@ async def run(
 class _Child:
     """One child process, the pipe it writes its outcome to, and the one that keeps it alive."""
 
-    def __init__(
-        self, spec: str, report: Callable[[float, str | None], None], events: EventLog
-    ) -> None:
-        self.events = events
+    def __init__(self, spec: str, report: Callable[[float, str | None], None]) -> None:
         context = multiprocessing.get_context("spawn")
         self._output, child_output = context.Pipe(duplex=False)
         child_lifeline, self._lifeline = context.Pipe(duplex=False)
@@ -231,7 +228,7 @@ class _Child:
         self.process.join()
         self.exitcode = self.process.exitcode
 
-    async def stop(self) -> None:
+    async def stop(self, events: EventLog) -> None:
         """SIGTERM, SIGKILL after ``KILL_AFTER`` s; return once the child has exited."""
         if self.exitcode is not None or self._closed:
             return
@@ -244,7 +241,7 @@ class _Child:
             try:
                 await asyncio.wait_for(asyncio.shield(exited), KILL_AFTER)
             except asyncio.TimeoutError:
-                self.events.log(
+                events.log(
                     logger,
                     EventName.JOB_CHILD_KILLED,
                     logging.WARNING,

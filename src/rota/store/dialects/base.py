@@ -36,7 +36,7 @@ from rota.errors import (
     unchained,
 )
 from rota.store.base import StatementTooLarge
-from rota.store.dialects.pooling import watch_pool
+from rota.store.dialects.pooling import lost, watch_pool
 from rota.store.dialects.translation import ConnectFailure, Translation
 from rota.store.events import EventSink
 from rota.store.secrets import decoded, hide
@@ -133,8 +133,7 @@ class Dialect:
         raise NotImplementedError
 
     def configure(self, engine: Engine, connection: ConnectionSettings, events: EventSink) -> None:
-        """Say so (to ``events``) when a connection dies (server restart, ``KILL``, failover,
-        idle timeout).
+        """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
 
         The pool replaces it on its own, found dead before use (pinged after idling, see
         ``pooling``) or mid-transaction, which the caller then sees as a
@@ -174,15 +173,7 @@ class Dialect:
                     context.original_exception,
                 )
             elif context.is_disconnect:
-                events(
-                    logger,
-                    EventName.DB_DISCONNECTED,
-                    logging.WARNING,
-                    "lost a database connection (%s: %s); the pool will open a new one",
-                    type(context.original_exception).__name__,
-                    context.original_exception,
-                    pre_ping=context.is_pre_ping,
-                )
+                lost(events, context.original_exception, pre_ping=context.is_pre_ping)
 
     def connect(self, driver: DriverDialect, cargs: list[Any], cparams: dict[str, Any]) -> Any:
         """One DB-API connection, opened with ``connect_params``.

@@ -60,7 +60,7 @@ def watch_pool(engine: Engine, events: EventSink) -> None:
         try:
             engine.dialect.do_ping(dbapi_connection)
         except engine.dialect.loaded_dbapi.Error as error:
-            _lost(events, error, "pre_ping")
+            lost(events, error, pre_ping=True)
             # The pool discards this connection and checks out another (a new one, tried the
             # same way): what SQLAlchemy's own pre-ping does.
             raise sa_exc.DisconnectionError(str(error)) from error
@@ -73,12 +73,12 @@ def watch_pool(engine: Engine, events: EventSink) -> None:
             except engine.dialect.loaded_dbapi.Error as error:
                 # What the pool does with a reset that raises, without its ERROR traceback:
                 # the connection is closed and the next checkout opens a new one.
-                _lost(events, error, "on_return")
+                lost(events, error, on_return=True)
                 record.invalidate(error)
 
 
-def _lost(events: EventSink, error: Exception, where: str) -> None:
-    where_lost: dict[str, Any] = {where: True}
+def lost(events: EventSink, error: BaseException, **where: bool) -> None:
+    """Tell ``events`` that a connection was lost; ``where`` says when it was found so."""
     events(
         logger,
         EventName.DB_DISCONNECTED,
@@ -86,7 +86,8 @@ def _lost(events: EventSink, error: Exception, where: str) -> None:
         "lost a database connection (%s: %s); the pool will open a new one",
         type(error).__name__,
         error,
-        **where_lost,
+        exc_info=None,
+        **where,
     )
 
 
