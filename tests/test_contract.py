@@ -445,7 +445,7 @@ def test_retention_may_be_given_in_seconds(tmp_path: Path) -> None:
     assert rota.config.failed_retention == timedelta(days=2)
 
 
-def test_every_error_class_and_the_event_type_are_importable_from_rota() -> None:
+def test_every_error_class_a_caller_catches_and_the_event_type_are_importable_from_rota() -> None:
     from rota import errors
 
     classes = [
@@ -454,11 +454,12 @@ def test_every_error_class_and_the_event_type_are_importable_from_rota() -> None
         if isinstance(value, type) and issubclass(value, errors.RotaError)
     ]
     assert len(classes) > 10
-    for error in classes:
-        assert getattr(package, error.__name__) is error, error.__name__
-        assert error.__name__ in package.__all__
+    for error in classes:  # the contract: every code's class, recorded-only ones too
+        assert getattr(package, error.__name__, None) is error, error.__name__
+        assert error.__name__ in package.__all__, error.__name__
     codes = [error.code for error in classes]
     assert len(codes) == len(set(codes)), "codes are unique"
+    assert all(isinstance(code, package.ErrorCode) for code in codes)
     assert package.JobCancelled.code == "JOB_CANCELLED"
     from rota.observe.events import Event
 

@@ -1,22 +1,28 @@
-"""The execution log's records and fields, its JSON form, and lifecycle hooks."""
+"""The execution log's records and fields, its JSON form, lifecycle hooks, and event names: every
+name rota emits is an ``EventName``, and ``on`` and ``emit`` refuse any other."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+import re
+import threading
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rota import JobContext, Rota, TaskDefinition
+from rota import EventName, JobContext, Rota, TaskDefinition
 from rota.core.transitions import lease_until
-from rota.errors import ConfigError
-from rota.observe.events import Event
+from rota.errors import ConfigError, TransientStoreError
+from rota.observe.events import Event, EventLog
+from rota.runtime.connect import DatabaseWait
+from rota.store.values import UnreadableRow
 from rota.testing import FakeClock
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 
 def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
@@ -199,3 +205,147 @@ def test_json_lines_formatter_for_the_command_line() -> None:
         "info",
     )
     assert (plain["message"], plain["logger"]) == ("plain message", "rota.test.jsonlines")
+
+
+@pytest.fixture
+def lite(tmp_path: Path, clock: FakeClock) -> Iterator[Rota]:
+    """A Rota on SQLite: hooks and names are the same whatever the database."""
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db", clock=clock, poll_interval=0.05)
+    yield rota
+    sql_store(rota).engine.dispose()
+
+
+def hear(rota: Rota, *names: str) -> list[Event]:
+    heard: list[Event] = []
+    for name in names:
+        rota.on(name, heard.append)
+    return heard
+
+
+def test_on_accepts_every_event_name_and_suggests_the_nearest_for_others(lite: Rota) -> None:
+    for name in EventName:
+        lite.on(name, lambda event: None)
+        lite.on(name.value, lambda event: None)
+    with pytest.raises(
+        ConfigError, match=re.escape("unknown event 'job.fialed'; did you mean 'job.failed'")
+    ):
+        lite.on("job.fialed", lambda event: None)
+    with pytest.raises(ConfigError, match="unknown event 'nothing'"):
+        lite.on("nothing", lambda event: None)
+
+
+def test_emit_refuses_a_name_that_is_not_an_event_name() -> None:
+    events = EventLog(logging.getLogger("rota.test.names"))
+    heard: list[Event] = []
+    events.on("*", heard.append)
+    events.emit(EventName.JOB_SUCCEEDED, job_id=1)
+    events.emit("job.succeeded", job_id=2)
+    with pytest.raises(ConfigError, match=re.escape("did you mean 'job.succeeded'")):
+        events.emit("job.succeded", job_id=3)
+    with pytest.raises(ConfigError):
+        events.log(logging.getLogger("rota.test.names"), "db.gone", logging.WARNING, "gone")
+    assert [(event.name, event.job_id) for event in heard] == [
+        ("job.succeeded", 1),
+        ("job.succeeded", 2),
+    ]
+
+
+def test_pausing_and_resuming_jobs_and_queues_reach_hooks(lite: Rota) -> None:
+    heard = hear(lite, "job.paused", "job.resumed", "queue.paused", "queue.resumed")
+
+    @lite.task(queue="mail")
+    def send(ctx: JobContext) -> None: ...
+
+    job_id = lite.queue(send, delay=60)
+    assert lite.pause(job_id) and lite.resume(job_id)
+    assert lite.pause_queue("mail") and lite.resume_queue("mail")
+    assert not lite.resume(job_id), "nothing changed, nothing announced"
+    assert [(event.name, event.fields) for event in heard] == [
+        ("job.paused", {"job_id": job_id}),
+        ("job.resumed", {"job_id": job_id}),
+        ("queue.paused", {"queue": "mail"}),
+        ("queue.resumed", {"queue": "mail"}),
+    ]
+
+
+def test_a_manual_retry_is_announced_once_it_applied(lite: Rota) -> None:
+    heard = hear(lite, "job.retried")
+
+    @lite.task(retries=0)
+    def broken(ctx: JobContext) -> None:
+        raise ValueError("no")
+
+    failed, waiting = lite.queue(broken), lite.queue(broken, delay=60)
+    lite.drain()
+    assert lite.retry(failed) and not lite.retry(waiting)
+    (retried,) = heard
+    assert (retried.job_id, retried.task, retried.attempt) == (failed, "broken", 1)
+    assert lite.job(failed).state.value == "pending", "the hook may read what it names"
+
+
+def test_worker_stopping_reaches_hooks_when_a_stop_begins(lite: Rota) -> None:
+    heard = hear(lite, "worker.started", "worker.stopping", "worker.stopped")
+
+    async def scenario() -> None:
+        async with lite:
+            await asyncio.sleep(0)
+
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert [event.name for event in heard] == [
+        "worker.started",
+        "worker.stopping",
+        "worker.stopped",
+    ]
+    stopping = heard[1]
+    assert stopping.fields["worker"] == heard[0].fields["worker"]
+    assert stopping.fields["grace"] == 30
+
+
+def test_what_the_store_meets_reaches_hooks_with_its_own_record(
+    lite: Rota, caplog: pytest.LogCaptureFixture
+) -> None:
+    heard = hear(lite, "row.unreadable")
+    caplog.set_level(logging.WARNING, logger="rota.store")
+    row = UnreadableRow("worker", "w1", "its tasks are not JSON")
+
+    assert sql_store(lite).database.readable([row]) == []
+
+    (event,) = heard
+    assert event.fields == {"kind": "worker", "key": "w1"}
+    (record,) = records(caplog, "row.unreadable")
+    assert (record.name, record.levelno, field(record, "key")) == (
+        "rota.store",
+        logging.WARNING,
+        "w1",
+    )
+    assert "cannot be read" in record.getMessage()
+
+
+def test_an_operational_event_is_a_sentence_on_its_modules_logger_and_reaches_hooks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    events = EventLog()
+    heard: list[Event] = []
+    events.on("db.unavailable", heard.append)
+    events.on("db.available", heard.append)
+    failures = iter([TransientStoreError("refused"), TransientStoreError("refused")])
+
+    def attempt() -> str:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return "connected"
+
+    class NoWait(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            return False
+
+    with caplog.at_level(logging.INFO, logger="rota"):
+        assert DatabaseWait("test database", None, events).retry(attempt, NoWait()) == "connected"
+    assert [(event.name, event.fields) for event in heard] == [
+        ("db.unavailable", {"attempt": 1}),
+        ("db.unavailable", {"attempt": 2}),
+        ("db.available", {"attempts": 3}),
+    ]
+    first = records(caplog, "db.unavailable")[0]
+    assert first.name == "rota" and first.getMessage().startswith("cannot reach the test database")

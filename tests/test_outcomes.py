@@ -20,7 +20,7 @@ import pytest
 
 from rota import ConfigError, Fail, InvalidArguments, JobContext, JobState, Retry, Rota, Snooze
 from rota.core.model import Job
-from rota.core.transitions import SNOOZE_LIMIT
+from rota.errors import ErrorCode
 from rota.testing import FakeClock
 
 KINDS = ["sync", "async"]
@@ -144,7 +144,7 @@ def test_snoozing_past_max_snoozes_fails_the_job(make_rota: Callable[..., Rota])
     assert (default.state, default.snoozes, default.attempt) == (JobState.FAILED, 1, 1)
     assert (own.state, own.snoozes, own.attempt) == (JobState.FAILED, 3, 1)
     (error,) = own.errors
-    assert (error.code, error.attempt) == (SNOOZE_LIMIT, 1)
+    assert (error.code, error.attempt) == (ErrorCode.SNOOZE_LIMIT, 1)
     assert "snoozed 3 times" in error.message
     assert rota.retry(own_id) is True
     assert rota.job(own_id).snoozes == 0, "a manual retry gives a fresh snooze budget"

@@ -6,6 +6,7 @@ from rota.app import Rota
 from rota.context import Cancellation, JobContext
 from rota.core.backoff import RetryPolicy
 from rota.core.clock import Clock, SystemClock
+from rota.core.events import EventName
 from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
 from rota.enqueue import Enqueue
@@ -13,6 +14,7 @@ from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
     DependencyFailed,
+    ErrorCode,
     ExecutionFailed,
     FailedByHandler,
     InvalidArguments,
@@ -48,7 +50,9 @@ __all__ = [
     "DependencyFailed",
     "DrainResult",
     "Enqueue",
+    "ErrorCode",
     "Event",
+    "EventName",
     "ExecutionFailed",
     "Fail",
     "FailedByHandler",

@@ -18,6 +18,7 @@ from typing_extensions import Unpack
 
 from rota.config import DEFAULT_GRACE, RotaConfig, Settings, default_url
 from rota.core.clock import Clock, DatabaseClock, SystemClock
+from rota.core.events import EventName
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
 from rota.enqueue import Enqueue
@@ -65,7 +66,7 @@ class Rota:
         self.events = EventLog(logger, log_format, self.config.hook_timeout)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
         self.store: Store = open_store(
-            self.config.url, self.config.table_prefix, self.config.connection
+            self.config.url, self.config.table_prefix, self.config.connection, self.events.log
         )
         self.registry = TaskRegistry()
         parts = Parts(self.store, self.registry, self.clock, self.events)
@@ -111,8 +112,9 @@ class Rota:
         self.registry.add(definition)
         return definition
 
-    def on(self, event: str, hook: Hook) -> None:
-        """Call ``hook(event)`` (sync, or async on the worker's loop) at each such event.
+    def on(self, event: EventName | str, hook: Hook) -> None:
+        """Call ``hook(event)`` (sync, or async on the worker's loop) at each such event
+        (``"*"``: every event); ``ConfigError`` for a name that is not an ``EventName``.
 
         >>> rota.on("job.failed", lambda event: alert(f"{event.task} failed: {event.error}"))
         """

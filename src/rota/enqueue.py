@@ -13,13 +13,17 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rota.core import payload, values
+from rota.core.events import EventName
 from rota.core.model import DEFAULT_QUEUE, MAX_JOB_ID, NewJob, WorkerInfo
 from rota.core.names import check_name
 from rota.errors import InvalidArguments, StoreError
 from rota.tasks import Handler, TaskDefinition, TaskRegistry
+
+if TYPE_CHECKING:
+    from rota.observe.events import EventLog
 
 logger = logging.getLogger("rota")
 MAX_DEPENDENCIES = 1000
@@ -79,11 +83,14 @@ class Target:
 
 
 def resolve(
-    task: str | Handler, registry: TaskRegistry, live: Callable[[], Iterable[WorkerInfo]]
+    task: str | Handler,
+    registry: TaskRegistry,
+    live: Callable[[], Iterable[WorkerInfo]],
+    events: EventLog,
 ) -> Target:
     """A registered handler or name, or a name only another service defines: then its jobs go
     to the queue a ``live`` worker registered it under, else (or if that cannot be read) to
-    ``default``."""
+    ``default``, announced as ``job.unknown_task``."""
     definition = registry.find(task) if isinstance(task, str) else registry.by_handler(task)
     if definition is not None:
         return Target(definition.name, definition, definition.queue)
@@ -93,10 +100,13 @@ def resolve(
     except StoreError:
         queue = None
     if queue is None:
-        logger.warning(
+        events.log(
+            logger,
+            EventName.JOB_UNKNOWN_TASK,
+            logging.WARNING,
             "task %r is not registered here nor by any live worker; the job will wait",
             name,
-            extra={"event": "job.unknown_task", "task": name},
+            task=name,
         )
     return Target(name, None, queue or DEFAULT_QUEUE)
 

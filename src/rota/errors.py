@@ -1,8 +1,9 @@
-"""Typed errors, each with a stable ``code`` that logs, the CLI and the dashboard can rely on.
+"""Typed errors, each with a stable ``code`` from one enum, ``ErrorCode``, that logs, the CLI and
+the dashboard can rely on.
 
-::
+The classes and their codes::
 
-    RotaError
+    RotaError                       ROTA_ERROR            (the root)
     ├── ConfigError                 CONFIG_ERROR          (also ValueError)
     ├── InvalidArguments            INVALID_ARGUMENTS     (also ValueError)
     ├── InvalidCron                 INVALID_CRON          (also ValueError)
@@ -11,85 +12,125 @@
     ├── JobNotFound                 JOB_NOT_FOUND         (also LookupError)
     ├── ScheduleNotFound            SCHEDULE_NOT_FOUND    (also LookupError)
     ├── ScheduleConflict            SCHEDULE_CONFLICT     (an edit lost a compare-and-set)
-    ├── ExecutionFailed             EXECUTION_FAILED
-    ├── JobTimeout                  TIMEOUT
-    ├── JobCancelled                JOB_CANCELLED
+    ├── JobCancelled                JOB_CANCELLED         (rota.result of a cancelled job)
     ├── JobFailed                   JOB_FAILED            (rota.result of a failed job)
     ├── ResultTimeout               RESULT_TIMEOUT        (also TimeoutError)
-    ├── InvalidResult               INVALID_RESULT
-    ├── DependencyFailed            DEPENDENCY_FAILED
-    ├── FailedByHandler             FAILED_BY_HANDLER
     ├── WorkerDied                  WORKER_DIED
-    └── StoreError                  STORE_ERROR
-        ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
-        └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)
+    ├── StoreError                  STORE_ERROR
+    │   ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
+    │   └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)
+    ├── ExecutionFailed             EXECUTION_FAILED      (recorded: a child process died)
+    ├── JobTimeout                  TIMEOUT               (recorded: the attempt's timeout)
+    ├── InvalidResult               INVALID_RESULT        (recorded: a result not kept)
+    ├── FailedByHandler             FAILED_BY_HANDLER     (recorded: the handler raised Fail)
+    └── DependencyFailed            DEPENDENCY_FAILED     (recorded: a dependency ended badly)
+
+A caller catches the classes raised to it; the last five are recorded as an attempt's error
+(``Job.errors``, ``JobFailed.error``), never raised to a caller, and are exported with the
+others (the contract lists every code's class as importable from ``rota``) so that code that
+sorts recorded errors can name them. An attempt's error (``Job.errors``) carries the code of
+what its handler raised (a ``RotaError``'s own, ``FAILED_BY_HANDLER`` for ``Fail``,
+``EXECUTION_FAILED`` for anything else) or of what rota decided: ``TIMEOUT``,
+``INVALID_RESULT``, and, with no class of their own, ``LEASE_EXPIRED``, ``SNOOZE_LIMIT``. ``rota
+check`` reports ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY`` and ``UNREADABLE_ROW``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from enum import Enum
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 if TYPE_CHECKING:
     from rota.core.model import AttemptError
 
 
+class ErrorCode(str, Enum):
+    """Every code rota raises or records; ``str(code)`` and ``code == "JOB_NOT_FOUND"`` give the
+    stable text, the same in logs, ``rota`` output, the dashboard and stored attempt errors."""
+
+    ROTA_ERROR = "ROTA_ERROR"
+    CONFIG_ERROR = "CONFIG_ERROR"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    INVALID_CRON = "INVALID_CRON"
+    INVALID_TIMEZONE = "INVALID_TIMEZONE"
+    TASK_NOT_REGISTERED = "TASK_NOT_REGISTERED"
+    JOB_NOT_FOUND = "JOB_NOT_FOUND"
+    SCHEDULE_NOT_FOUND = "SCHEDULE_NOT_FOUND"
+    SCHEDULE_CONFLICT = "SCHEDULE_CONFLICT"
+    JOB_CANCELLED = "JOB_CANCELLED"
+    JOB_FAILED = "JOB_FAILED"
+    RESULT_TIMEOUT = "RESULT_TIMEOUT"
+    INVALID_RESULT = "INVALID_RESULT"
+    WORKER_DIED = "WORKER_DIED"
+    STORE_ERROR = "STORE_ERROR"
+    DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    TRANSIENT_STORE_ERROR = "TRANSIENT_STORE_ERROR"
+    EXECUTION_FAILED = "EXECUTION_FAILED"
+    TIMEOUT = "TIMEOUT"
+    FAILED_BY_HANDLER = "FAILED_BY_HANDLER"
+    DEPENDENCY_FAILED = "DEPENDENCY_FAILED"
+    LEASE_EXPIRED = "LEASE_EXPIRED"
+    SNOOZE_LIMIT = "SNOOZE_LIMIT"
+    SCHEDULE_FAILING = "SCHEDULE_FAILING"
+    SERVER_READ_ONLY = "SERVER_READ_ONLY"
+    UNREADABLE_ROW = "UNREADABLE_ROW"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__
+    """Hash as the plain string, so that a code and its text are one key."""
+
+
 class RotaError(Exception):
     """Root of every error rota raises; ``code`` is stable across releases."""
 
-    code = "ROTA_ERROR"
+    code: ClassVar[ErrorCode] = ErrorCode.ROTA_ERROR
 
 
 class ConfigError(RotaError, ValueError):
-    code = "CONFIG_ERROR"
+    code = ErrorCode.CONFIG_ERROR
 
 
 class InvalidArguments(RotaError, ValueError):
-    code = "INVALID_ARGUMENTS"
+    code = ErrorCode.INVALID_ARGUMENTS
 
 
 class InvalidCron(RotaError, ValueError):
-    code = "INVALID_CRON"
+    code = ErrorCode.INVALID_CRON
 
 
 class InvalidTimezone(RotaError, ValueError):
-    code = "INVALID_TIMEZONE"
+    code = ErrorCode.INVALID_TIMEZONE
 
 
 class TaskNotRegistered(RotaError, LookupError):
-    code = "TASK_NOT_REGISTERED"
+    code = ErrorCode.TASK_NOT_REGISTERED
 
 
 class JobNotFound(RotaError, LookupError):
-    code = "JOB_NOT_FOUND"
+    code = ErrorCode.JOB_NOT_FOUND
 
 
 class ScheduleNotFound(RotaError, LookupError):
-    code = "SCHEDULE_NOT_FOUND"
+    code = ErrorCode.SCHEDULE_NOT_FOUND
 
 
 class ScheduleConflict(RotaError):
     """The schedule changed between reading it and writing the edit: nothing was written.
     Read it again and repeat the edit if it still makes sense."""
 
-    code = "SCHEDULE_CONFLICT"
-
-
-class ExecutionFailed(RotaError):
-    code = "EXECUTION_FAILED"
-
-
-class JobTimeout(RotaError):
-    code = "TIMEOUT"
+    code = ErrorCode.SCHEDULE_CONFLICT
 
 
 class JobCancelled(RotaError):
-    code = "JOB_CANCELLED"
+    code = ErrorCode.JOB_CANCELLED
 
 
 class JobFailed(RotaError):
     """``rota.result()`` of a job that ended ``failed``; ``error`` is its last attempt's."""
 
-    code = "JOB_FAILED"
+    code = ErrorCode.JOB_FAILED
 
     def __init__(self, message: str, *, error: AttemptError | None = None) -> None:
         super().__init__(message)
@@ -99,39 +140,21 @@ class JobFailed(RotaError):
 class ResultTimeout(RotaError, TimeoutError):
     """``rota.result(timeout=...)`` gave up: the job had not ended within the timeout."""
 
-    code = "RESULT_TIMEOUT"
-
-
-class InvalidResult(RotaError):
-    """A handler returned a value that is not JSON or is larger than ``max_result_bytes``."""
-
-    code = "INVALID_RESULT"
-
-
-class DependencyFailed(RotaError):
-    """A job this one depends on ended ``failed`` or ``cancelled``, so this one is cancelled."""
-
-    code = "DEPENDENCY_FAILED"
-
-
-class FailedByHandler(RotaError):
-    """The handler raised ``Fail(message)``: failed at once, not retried."""
-
-    code = "FAILED_BY_HANDLER"
+    code = ErrorCode.RESULT_TIMEOUT
 
 
 class WorkerDied(RotaError):
     """The worker's claim loop ended on its own: ``rota worker`` exits non-zero with it."""
 
-    code = "WORKER_DIED"
+    code = ErrorCode.WORKER_DIED
 
 
 class StoreError(RotaError):
-    code = "STORE_ERROR"
+    code = ErrorCode.STORE_ERROR
 
 
 class DatabaseUnavailable(StoreError):
-    code = "DATABASE_UNAVAILABLE"
+    code = ErrorCode.DATABASE_UNAVAILABLE
 
 
 class TransientStoreError(StoreError):
@@ -144,11 +167,46 @@ class TransientStoreError(StoreError):
     connection the commit may or may not have happened.
     """
 
-    code = "TRANSIENT_STORE_ERROR"
+    code = ErrorCode.TRANSIENT_STORE_ERROR
 
     def __init__(self, message: str, *, rolled_back: bool = False) -> None:
         super().__init__(message)
         self.rolled_back = rolled_back
+
+
+class ExecutionFailed(RotaError):
+    """An isolated handler's child process died without an outcome.  Recorded as the attempt's
+    error, never raised to a caller."""
+
+    code = ErrorCode.EXECUTION_FAILED
+
+
+class JobTimeout(RotaError):
+    """An attempt outlived its task's ``timeout``.  Recorded as the attempt's error, never
+    raised to a caller."""
+
+    code = ErrorCode.TIMEOUT
+
+
+class InvalidResult(RotaError):
+    """A handler returned a value that is not JSON or is larger than ``max_result_bytes``, or
+    the database refused it.  Recorded as the attempt's error, never raised to a caller."""
+
+    code = ErrorCode.INVALID_RESULT
+
+
+class FailedByHandler(RotaError):
+    """The handler raised ``Fail(message)``: failed at once, not retried.  Recorded as the
+    attempt's error, never raised to a caller."""
+
+    code = ErrorCode.FAILED_BY_HANDLER
+
+
+class DependencyFailed(RotaError):
+    """A job this one depends on ended ``failed`` or ``cancelled``, so this one is cancelled.
+    Recorded as the job's error, never raised to a caller."""
+
+    code = ErrorCode.DEPENDENCY_FAILED
 
 
 def unchained(error: Exception) -> NoReturn:

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from rota.core.backoff import RetryPolicy
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import (
-    LEASE_EXPIRED,
     Outcome,
     OutcomeKind,
     Transition,
@@ -20,6 +19,7 @@ from rota.core.transitions import (
     manual_retry,
     rescue,
 )
+from rota.errors import ErrorCode
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 POLICY = RetryPolicy(retries=2, delay=10, jitter=0)
@@ -103,7 +103,7 @@ def test_rescue_counts_the_lost_attempt_and_retries_at_once() -> None:
     transition = rescue(running(attempt=1), NOW, POLICY, random.Random(0))
     assert transition.target is JobState.PENDING
     assert transition.run_at == NOW
-    assert transition.new_error is not None and transition.new_error.code == LEASE_EXPIRED
+    assert transition.new_error is not None and transition.new_error.code == ErrorCode.LEASE_EXPIRED
 
 
 def test_rescue_of_the_last_attempt_fails_and_of_a_cancelled_job_cancels() -> None:

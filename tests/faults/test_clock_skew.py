@@ -76,12 +76,12 @@ def test_a_process_on_the_system_clock_reads_the_servers_and_warns_once_of_its_s
     rota = Rota(server_db.url, table_prefix=server_db.prefix, clock=Ahead())
     try:
         assert isinstance(rota.clock, DatabaseClock), "the system clock goes on the line"
-        timeline = TimeLine(rota.store, rota.clock)
+        timeline = TimeLine(rota.store, rota.clock, rota.events)
         with caplog.at_level(logging.INFO, logger="rota"):
             skew = timeline.measure(readings=3)
             again = timeline.measure()
-        in_step = TimeLine(rota.store, DatabaseClock()).measure()
-        fake = TimeLine(rota.store, FakeClock(START)).measure()
+        in_step = TimeLine(rota.store, DatabaseClock(), rota.events).measure()
+        fake = TimeLine(rota.store, FakeClock(START), rota.events).measure()
         line = rota.clock.now()
     finally:
         sql_store(rota).engine.dispose()

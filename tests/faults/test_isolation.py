@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from rota import ConfigError, InvalidResult, JobContext, JobState, Rota
+from rota import ConfigError, JobContext, JobState, Rota
 from rota.core.clock import SystemClock
+from rota.errors import InvalidResult
 from rota.runtime import isolation
 from tests.apps import isolated_app
 from tests.helpers import eventually
@@ -196,7 +197,9 @@ def test_arguments_context_and_result_cross_as_json(make_rota: Callable[..., Rot
             logger=logging.LoggerAdapter(logging.getLogger(f"rota.task.{task}"), {}),
         )
         definition = rota.registry.get(task)
-        text = asyncio.run(isolation.run(definition, ctx, job, rota.config.max_result_bytes))
+        text = asyncio.run(
+            isolation.run(definition, ctx, job, rota.config.max_result_bytes, rota.events)
+        )
         return None if text is None else json.loads(text)
 
     echoed = attempt("echo", job_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rota import JobState, Rota
-from rota.core.transitions import LEASE_EXPIRED
+from rota.errors import ErrorCode
 from tests.apps.isolated_app import alive
 from tests.faults.test_isolation import marks
 from tests.workers import LEASE, ROTA_COMMAND, Workers
@@ -64,7 +64,7 @@ def test_sigterm_during_a_job_that_ignores_cancellation_never_overlaps_its_rerun
     print(f"rerun started {rerun[0] - exited:.2f} s after the first run's process exited")
     assert rerun[0] > exited, "the rerun started only after the first run had gone"
     job = control.job(job_id)
-    assert [error.code for error in job.errors] == [LEASE_EXPIRED]
+    assert [error.code for error in job.errors] == [ErrorCode.LEASE_EXPIRED]
     assert rerun[0] - exited <= LEASE + 3, "recovered within a lease and a few polls"
 
 

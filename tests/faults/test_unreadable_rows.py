@@ -26,6 +26,7 @@ from rota import JobContext, JobState, Rota
 from rota.cli import main
 from rota.core.model import WorkerInfo
 from rota.dashboard import create_app
+from rota.store.events import log_event
 from rota.store.rows import ReportedRows
 from rota.store.values import UnreadableRow
 from rota.testing import FakeClock
@@ -185,7 +186,7 @@ def test_a_running_job_with_no_lease_is_rescued(
 
 
 def test_the_memory_of_logged_rows_is_bounded(caplog: pytest.LogCaptureFixture) -> None:
-    reported = ReportedRows(limit=2)
+    reported = ReportedRows(log_event, limit=2)
     first, second, third = (UnreadableRow("worker", key, "its tasks ...") for key in "abc")
     caplog.set_level(logging.WARNING, logger="rota.store")
     for row in (first, second, first, third, first, second):

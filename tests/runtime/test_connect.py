@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError
+from rota.observe.events import EventLog
 from rota.runtime.connect import DatabaseWait
 
 
@@ -50,7 +51,7 @@ def test_transient_failures_are_retried_with_doubling_pauses_then_the_answer_ret
 ) -> None:
     attempt, pauses = Flaky(failures=4), RecordedPauses()
     with caplog.at_level(logging.INFO, logger="rota"):
-        assert DatabaseWait("test database", None).retry(attempt, pauses) == "connected"
+        assert DatabaseWait("test database", None, EventLog()).retry(attempt, pauses) == "connected"
     assert attempt.calls == 5
     assert pauses.pauses == [0.2, 0.4, 0.8, 1.6]
     events = [getattr(record, "event", None) for record in caplog.records]
@@ -59,14 +60,14 @@ def test_transient_failures_are_retried_with_doubling_pauses_then_the_answer_ret
 
 def test_the_pause_never_grows_past_ten_seconds() -> None:
     pauses = RecordedPauses()
-    DatabaseWait("test database", None).retry(Flaky(failures=12), pauses)
+    DatabaseWait("test database", None, EventLog()).retry(Flaky(failures=12), pauses)
     assert max(pauses.pauses) == 10.0 and pauses.pauses[-1] == 10.0
 
 
 def test_a_permanent_error_is_raised_at_once_without_a_pause() -> None:
     attempt, pauses = Flaky(failures=1, error=StoreError("access denied")), RecordedPauses()
     with pytest.raises(StoreError, match="access denied") as info:
-        DatabaseWait("test database", None).retry(attempt, pauses)
+        DatabaseWait("test database", None, EventLog()).retry(attempt, pauses)
     assert not isinstance(info.value, TransientStoreError)
     assert attempt.calls == 1 and pauses.pauses == []
 
@@ -74,7 +75,7 @@ def test_a_permanent_error_is_raised_at_once_without_a_pause() -> None:
 def test_a_deadline_ends_the_wait_with_database_unavailable() -> None:
     attempt, pauses = Flaky(failures=100), RecordedPauses()
     with pytest.raises(DatabaseUnavailable, match=r"after 1\.0 s: connection refused"):
-        DatabaseWait("test database", 1.0).retry(attempt, pauses)
+        DatabaseWait("test database", 1.0, EventLog()).retry(attempt, pauses)
     # The pauses here take no time, so the wait gives up at the first pause that alone would
     # end past the deadline: 1.6 s, after the fourth failure.
     assert pauses.pauses == [0.2, 0.4, 0.8] and attempt.calls == 4
@@ -83,5 +84,5 @@ def test_a_deadline_ends_the_wait_with_database_unavailable() -> None:
 def test_setting_stop_ends_the_wait_at_the_next_pause_with_the_last_error() -> None:
     attempt, pauses = Flaky(failures=100), RecordedPauses(stop_after=2)
     with pytest.raises(TransientStoreError, match="connection refused"):
-        DatabaseWait("test database", None).retry(attempt, pauses)
+        DatabaseWait("test database", None, EventLog()).retry(attempt, pauses)
     assert attempt.calls == 2

@@ -20,7 +20,8 @@ import pytest
 
 from rota import JobContext, JobState, Rota
 from rota.core.model import Job
-from rota.core.transitions import LEASE_EXPIRED, lease_until
+from rota.core.transitions import lease_until
+from rota.errors import ErrorCode
 from rota.observe.events import EventLog
 from rota.runtime.executor import Executor
 from rota.runtime.scheduler import Scheduler, SchedulerSettings
@@ -174,7 +175,7 @@ def test_a_dead_workers_job_is_rescued_once_its_lease_expires(parts: Parts) -> N
         await waiting(parts.clock, 1.0)
         await advance(parts.clock, 2, lambda: parts.job(job_id).state is JobState.SUCCEEDED)
         assert ran == [2]
-        assert [error.code for error in parts.job(job_id).errors] == [LEASE_EXPIRED]
+        assert [error.code for error in parts.job(job_id).errors] == [ErrorCode.LEASE_EXPIRED]
         assert claimed.id == job_id
         await worker.stop(grace=0)
 

@@ -15,7 +15,9 @@ import click
 from rota.cli.common import connected, database_options, url_options
 from rota.cli.loading import child_command, load_app
 from rota.config import DEFAULT_GRACE, RotaConfig, default_url
+from rota.core.events import EventName
 from rota.errors import RotaError
+from rota.observe.events import EventLog
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.maintenance import Retention, prune_finished
 from rota.runtime.supervisor import supervise, watch_supervisor
@@ -24,6 +26,7 @@ from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub
 
 DAY = timedelta(days=1)
+logger = logging.getLogger("rota")
 
 
 @click.command()
@@ -110,10 +113,12 @@ def worker(
     try:
         run_worker(app, concurrency, queues, grace, processes, log_level, log_format)
     except StoppedWhileStarting as stopped:
-        logging.getLogger("rota").info(
+        EventLog(logger).log(
+            logger,
+            EventName.WORKER_START_INTERRUPTED,
+            logging.INFO,
             "stopped by %s before the worker started",
             signal.Signals(stopped.signum).name,
-            extra={"event": "worker.start_interrupted"},
         )
         sys.exit(0)
 
@@ -174,7 +179,7 @@ def run_worker(
         if queues:
             child += ["--queues", queues]
         sys.exit(supervise(child, processes, grace=grace))
-    watch_supervisor()
+    watch_supervisor(rota.events)
     served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
         rota.run(grace=grace, queues=served, concurrency=concurrency)
@@ -186,7 +191,7 @@ def run_worker(
                 message = scrub(str(error), rota.config.url)
                 raise click.ClickException(f"{error.code}: {message}") from error
             raise
-        log_failure(error, rota.config.url)
+        log_failure(error, rota.config.url, rota.events)
         sys.exit(1)
 
 
@@ -203,21 +208,20 @@ def leave(code: int) -> None:
     os._exit(code)
 
 
-def log_failure(error: Exception, url: str) -> None:
+def log_failure(error: Exception, url: str, events: EventLog) -> None:
     """Why the worker stopped, as a record: with JSON logs, even a crash is one JSON line."""
+    failed = EventName.WORKER_FAILED
     if isinstance(error, RotaError):
-        logging.getLogger("rota").error(
-            "%s: %s",
-            error.code,
-            scrub(str(error), url),
-            extra={"event": "worker.failed", "code": error.code},
-        )
+        message = scrub(str(error), url)
+        events.log(logger, failed, logging.ERROR, "%s: %s", error.code, message, code=error.code)
     else:
-        logging.getLogger("rota").error(
+        events.log(
+            logger,
+            failed,
+            logging.ERROR,
             "the worker stopped on an unexpected error: %r",
             error,
             exc_info=error,
-            extra={"event": "worker.failed"},
         )
 
 

@@ -27,7 +27,7 @@ from rota.core.escaping import visible
 from rota.core.model import Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
 from rota.display import NONE, span
-from rota.errors import ConfigError, RotaError
+from rota.errors import ConfigError, ErrorCode, RotaError
 from rota.store import head_revision
 from rota.store.urls import describe_url, scrub
 from rota.store.values import UnreadableRow
@@ -36,9 +36,6 @@ EVER = datetime.min.replace(tzinfo=timezone.utc)
 """Every worker row is live at this moment: ``workers(EVER)`` lists the dead ones too."""
 LIVE = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
 """A failing schedule that has ended (cancelled, disabled) runs no more ticks: not a problem."""
-SCHEDULE_FAILING = "SCHEDULE_FAILING"
-SERVER_READ_ONLY = "SERVER_READ_ONLY"
-UNREADABLE_ROW = "UNREADABLE_ROW"
 UNREADABLE_LISTED = 1000
 """The most unreadable rows one check lists."""
 
@@ -113,7 +110,7 @@ def examine(rota: Rota, report: Report) -> None:
         report.problems.append(f"{ConfigError.code}: {server.problem}")
     if server.read_only is not None:
         report.problems.append(
-            f"{SERVER_READ_ONLY}: the server at {server.reached} takes no writes "
+            f"{ErrorCode.SERVER_READ_ONLY}: the server at {server.reached} takes no writes "
             f"({server.read_only}), so no worker can claim or finish a job there: point the "
             "URL at the primary, or at a proxy or name that follows it"
         )
@@ -130,22 +127,22 @@ def examine(rota: Rota, report: Report) -> None:
     report.stranded = store.stranded(report.checked_at)
     report.failing = [schedule for schedule in store.schedules.all(LIVE) if schedule.failing]
     report.problems += [
-        f"{SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its last "
-        f"{schedule.failures} tick(s) failed"
+        f"{ErrorCode.SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its "
+        f"last {schedule.failures} tick(s) failed"
         for schedule in report.failing
     ]
     report.unreadable = store.unreadable(UNREADABLE_LISTED + 1)
     report.problems += [
         visible(
-            f"{UNREADABLE_ROW}: {row.kind} {row.key} cannot be read, so rota leaves it "
-            f"alone: {row.problem}"
+            f"{ErrorCode.UNREADABLE_ROW}: {row.kind} {row.key} cannot be read, so rota leaves "
+            f"it alone: {row.problem}"
         )
         for row in report.unreadable[:UNREADABLE_LISTED]
     ]
     if len(report.unreadable) > UNREADABLE_LISTED:
         report.problems.append(
-            f"{UNREADABLE_ROW}: more than {UNREADABLE_LISTED} rows cannot be read; the first "
-            f"{UNREADABLE_LISTED} are listed"
+            f"{ErrorCode.UNREADABLE_ROW}: more than {UNREADABLE_LISTED} rows cannot be read; the "
+            f"first {UNREADABLE_LISTED} are listed"
         )
 
 

@@ -25,6 +25,7 @@ from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
     InvalidArguments,
+    JobNotFound,
     RotaError,
     StoreError,
     unchained,
@@ -158,7 +159,7 @@ def job_id(digits: str) -> int:
             if len(significant) <= 20
             else f"{significant[:20]}... ({len(significant)} digits)"
         )
-        raise fail(f"JOB_NOT_FOUND: job {shown} does not exist (ids end at {MAX_JOB_ID})")
+        raise fail(f"{JobNotFound.code}: job {shown} does not exist (ids end at {MAX_JOB_ID})")
     return int(significant)
 
 

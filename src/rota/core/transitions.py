@@ -34,7 +34,7 @@ from enum import Enum
 from rota.core.backoff import RetryPolicy, qualified, retry_delay
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.values import LATEST
-from rota.errors import InvalidResult
+from rota.errors import ErrorCode, InvalidResult
 
 EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
     {
@@ -51,10 +51,6 @@ EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
         (JobState.CANCELLED, JobState.PENDING),
     }
 )
-
-LEASE_EXPIRED = "LEASE_EXPIRED"
-SNOOZE_LIMIT = "SNOOZE_LIMIT"
-"""The code of the error that fails a job snoozing once more than its ``max_snoozes``."""
 
 
 class OutcomeKind(str, Enum):
@@ -154,7 +150,7 @@ def _rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) ->
     lost = AttemptError(
         attempt=job.attempt,
         at=now,
-        code=LEASE_EXPIRED,
+        code=ErrorCode.LEASE_EXPIRED,
         type="LeaseExpired",
         message=f"worker {job.lease_owner} stopped renewing its lease"
         if job.lease_until is not None
@@ -232,7 +228,7 @@ def _snooze(job: Job, delay: float, now: datetime, policy: RetryPolicy) -> Trans
         limit = AttemptError(
             attempt=job.attempt,
             at=now,
-            code=SNOOZE_LIMIT,
+            code=ErrorCode.SNOOZE_LIMIT,
             type="SnoozeLimit",
             message=f"the job snoozed {job.snoozes} times, the most its max_snoozes allows",
         )

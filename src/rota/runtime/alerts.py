@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from rota.core.events import EventName
 from rota.core.model import Job, JobState
 from rota.core.transitions import Transition
 from rota.errors import RotaError
@@ -26,6 +27,8 @@ from rota.tasks import TaskRegistry
 logger = logging.getLogger("rota.worker")
 COUNTED = {JobState.FAILED: True, JobState.SUCCEEDED: False}
 """The final states a tick counts by: whether it is a failure."""
+FLIPS = {"failing": EventName.SCHEDULE_FAILING, "recovered": EventName.SCHEDULE_RECOVERED}
+"""The event of each flip ``ScheduleStore.record_tick`` reports."""
 
 
 class TickAlerts:
@@ -69,12 +72,14 @@ class TickAlerts:
             try:
                 flip = self.schedules.record_tick(job.schedule, failed, threshold)
             except RotaError as error:
-                logger.warning(
+                self.events.log(
+                    logger,
+                    EventName.SCHEDULE_ALERT_SKIPPED,
+                    logging.WARNING,
                     "could not count tick %s of schedule %r: %s",
                     job.scheduled_at,
                     job.schedule,
                     error,
-                    extra={"event": "schedule.alert_skipped"},
                 )
                 continue
             if flip is not None:
@@ -83,7 +88,7 @@ class TickAlerts:
     def _emit(self, flip: str, job: Job, threshold: int, transition: Transition) -> None:
         error = transition.new_error
         self.events.emit(
-            f"schedule.{flip}",
+            FLIPS[flip],
             logging.ERROR if flip == "failing" else logging.INFO,
             schedule=job.schedule,
             task=job.task,

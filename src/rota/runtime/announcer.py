@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from rota.core.events import EventName
 from rota.core.model import Job, JobRef, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition
 from rota.observe.events import EventLog
@@ -38,7 +39,7 @@ class Announcer:
     def started(self, job: Job, now: Any) -> Any:
         """A claimed job's attempt begins (its claim is committed): ``job.started``, and the
         attempt's span, which ``attempts`` ends."""
-        self.events.job("job.started", job)
+        self.events.job(EventName.JOB_STARTED, job)
         return self.telemetry.begin(job, now) if self.telemetry else None
 
     def attempts(self, written: Sequence[Attempt], applied: Applied) -> list[Attempt]:
@@ -53,11 +54,13 @@ class Announcer:
             if self.telemetry is not None:
                 for attempt in lost:
                     self.telemetry.lost(attempt.span)
-            logger.warning(
+            self.events.log(
+                logger,
+                EventName.WORKER_LOST_JOBS,
+                logging.WARNING,
                 "%d of %d finished jobs were no longer held by this worker (lease expired?)",
                 len(lost),
                 len(written),
-                extra={"event": "worker.lost_jobs"},
             )
         self._cascaded(applied.cascaded)
         self._wake([a.transition for a in done])
@@ -71,7 +74,7 @@ class Announcer:
         for job, transition in ended:
             overdue = (transition.at - (job.lease_until or transition.at)) / timedelta(seconds=1)
             self.events.job(
-                "job.recovered",
+                EventName.JOB_RECOVERED,
                 job,
                 logging.WARNING,
                 lease_owner=job.lease_owner,
@@ -87,22 +90,25 @@ class Announcer:
         """A cancel by the API: ``job.cancelled`` when it ended the job, ``job.cancel_requested``
         when its worker was asked to stop it."""
         if job.id in applied.job_ids:
-            self.events.job("job.cancelled", job)
+            self.events.job(EventName.JOB_CANCELLED, job)
             self.completions.finished([job.id])
         elif job.id in applied.requested:
-            self.events.job("job.cancel_requested", job)
+            self.events.job(EventName.JOB_CANCEL_REQUESTED, job)
         self._cascaded(applied.cascaded)
 
     def retried(self, job: Job | JobRef) -> None:
         """A failed or cancelled job was put back to pending by hand."""
-        self.events.job("job.retried", job)
+        self.events.job(EventName.JOB_RETRIED, job)
 
     def _attempt(self, attempt: Attempt) -> None:
         job, outcome, transition = attempt.job, attempt.outcome, attempt.transition
         details: dict[str, Any] = {"duration_ms": round(attempt.duration * 1000, 3)}
         if outcome.kind is OutcomeKind.TIMED_OUT:
             self.events.job(
-                "job.timed_out", job, logging.WARNING, **self._error(outcome, transition, details)
+                EventName.JOB_TIMED_OUT,
+                job,
+                logging.WARNING,
+                **self._error(outcome, transition, details),
             )
         self._outcome(job, outcome, transition, details)
         if self.telemetry is not None:
@@ -123,19 +129,21 @@ class Announcer:
         details = self._error(outcome, transition, details)
         target = transition.target
         if target is JobState.SUCCEEDED:
-            self.events.job("job.succeeded", job, **details)
+            self.events.job(EventName.JOB_SUCCEEDED, job, **details)
         elif target is JobState.CANCELLED:
-            self.events.job("job.cancelled", job, **details)
+            self.events.job(EventName.JOB_CANCELLED, job, **details)
         elif target is JobState.FAILED:
-            self.events.job("job.failed", job, logging.ERROR, **details)
+            self.events.job(EventName.JOB_FAILED, job, logging.ERROR, **details)
         elif kind is OutcomeKind.RELEASED:
-            self.events.job("job.released", job, **details)
+            self.events.job(EventName.JOB_RELEASED, job, **details)
         elif kind is OutcomeKind.SNOOZED:
             delay = round(outcome.delay or 0.0, 3) if outcome is not None else 0.0
-            self.events.job("job.snoozed", job, delay=delay, snoozes=transition.snoozes, **details)
+            self.events.job(
+                EventName.JOB_SNOOZED, job, delay=delay, snoozes=transition.snoozes, **details
+            )
         else:
             delay = round(transition.retry_in or 0.0, 3)
-            self.events.job("job.retrying", job, logging.WARNING, delay=delay, **details)
+            self.events.job(EventName.JOB_RETRYING, job, logging.WARNING, delay=delay, **details)
 
     @staticmethod
     def _error(
@@ -155,7 +163,7 @@ class Announcer:
         for each in cascaded:
             error = each.error
             self.events.job(
-                "job.cancelled",
+                EventName.JOB_CANCELLED,
                 each.job,
                 error_code=error.code,
                 error_type=error.type,

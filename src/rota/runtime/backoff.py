@@ -12,7 +12,9 @@ import logging
 from dataclasses import dataclass
 
 from rota.core.backoff import doubling
+from rota.core.events import EventName
 from rota.errors import StoreError
+from rota.observe.events import EventLog
 
 FIRST_DELAY = 0.2
 logger = logging.getLogger("rota.worker")
@@ -24,6 +26,7 @@ class LoopBackoff:
 
     loop_name: str
     limit: float
+    events: EventLog
     failures: int = 0
 
     def failed(self, error: Exception) -> float:
@@ -31,32 +34,40 @@ class LoopBackoff:
         self.failures += 1
         delay = doubling(FIRST_DELAY, self.limit, self.failures)
         if not isinstance(error, StoreError):
-            logger.error(
+            self.events.log(
+                logger,
+                EventName.WORKER_LOOP_ERROR,
+                logging.ERROR,
                 "unexpected error in %s loop (%s: %s); retrying in %.1f s",
                 self.loop_name,
                 type(error).__name__,
                 error,
                 delay,
                 exc_info=error,
-                extra={"event": "worker.loop_error", "error_type": type(error).__name__},
+                error_type=type(error).__name__,
             )
             return delay
-        logger.warning(
+        self.events.log(
+            logger,
+            EventName.WORKER_DB_ERROR,
+            logging.WARNING,
             "database error in %s loop (%s: %s); retrying in %.1f s",
             self.loop_name,
             error.code,
             error,
             delay,
-            extra={"event": "worker.db_error", "error_code": error.code},
+            error_code=error.code,
         )
         return delay
 
     def succeeded(self) -> None:
         if self.failures:
-            logger.info(
+            self.events.log(
+                logger,
+                EventName.WORKER_DB_RECOVERED,
+                logging.INFO,
                 "database calls of the %s loop work again after %d failure(s)",
                 self.loop_name,
                 self.failures,
-                extra={"event": "worker.db_recovered"},
             )
             self.failures = 0

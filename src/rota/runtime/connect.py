@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rota.core.backoff import doubling
+from rota.core.events import EventName
 from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError, unchained
+from rota.observe.events import EventLog
 
 T = TypeVar("T")
 logger = logging.getLogger("rota")
@@ -29,6 +31,7 @@ class DatabaseWait:
     """The database, described without its password."""
     timeout: float | None
     """Seconds before giving up; ``None`` waits for as long as it takes."""
+    events: EventLog
     failures: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -60,21 +63,27 @@ class DatabaseWait:
                     f"cannot reach the {self.where} after {self.timeout} s: {error}"
                 )
             )
-        logger.warning(
+        self.events.log(
+            logger,
+            EventName.DB_UNAVAILABLE,
+            logging.WARNING,
             "cannot reach the %s (%s); retrying in %.1f s",
             self.where,
             error,
             delay,
-            extra={"event": "db.unavailable", "attempt": self.failures},
+            attempt=self.failures,
         )
         return delay
 
     def succeeded(self) -> None:
         if self.failures:
-            logger.info(
+            self.events.log(
+                logger,
+                EventName.DB_AVAILABLE,
+                logging.INFO,
                 "reached the %s after %d failed attempt(s) in %.1f s",
                 self.where,
                 self.failures,
                 time.monotonic() - self.started,
-                extra={"event": "db.available", "attempts": self.failures + 1},
+                attempts=self.failures + 1,
             )

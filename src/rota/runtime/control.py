@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rota.core.events import EventName
 from rota.core.model import Job, JobState
 from rota.core.names import check_name
 from rota.core.schedules import ScheduleState
@@ -43,14 +44,16 @@ class Control:
         if isinstance(id, str):
             return bool(self.schedules.switch(id, ScheduleState.PAUSED, ScheduleState.ACTIVE))
         if id is not None:
-            return self.move(job_id(id), JobState.PENDING, JobState.PAUSED)
+            return self.move(job_id(id), JobState.PENDING, JobState.PAUSED, EventName.JOB_PAUSED)
         paused = self.schedules.switch(None, ScheduleState.PAUSED, ScheduleState.ACTIVE)
         return bool(self.queues(self._known_queues(), paused=True)) or bool(paused)
 
     def resume(self, id: int | str | None) -> bool:
         self.gate.ensure_ready()
         if id is not None and not isinstance(id, str):
-            resumed = self.move(job_id(id), JobState.PAUSED, JobState.PENDING)
+            resumed = self.move(
+                job_id(id), JobState.PAUSED, JobState.PENDING, EventName.JOB_RESUMED
+            )
         elif id is not None:
             resumed = bool(self.schedules.resume(id))
         else:
@@ -72,12 +75,13 @@ class Control:
         self.gate.ensure_ready()
         return sorted(self.store.paused_queues())
 
-    def move(self, id: int, source: JobState, target: JobState) -> bool:
+    def move(self, id: int, source: JobState, target: JobState, event: EventName) -> bool:
+        """Move job ``id`` from ``source`` to ``target``; ``event`` announces it if it moved."""
         moved = self.store.set_job_state(id, source, target)
         if moved is None:
             raise JobNotFound(f"job {id} does not exist")
         if moved:
-            self.events.emit(f"job.{target.value}", job_id=id)
+            self.events.emit(event, job_id=id)
         return moved
 
     def queues(self, names: Sequence[str], *, paused: bool) -> list[str]:
@@ -85,8 +89,9 @@ class Control:
         if not names:
             return []
         changed = self.store.set_queues_paused(names, paused, self.clock.now())
+        event = EventName.QUEUE_PAUSED if paused else EventName.QUEUE_RESUMED
         for name in changed:
-            self.events.emit("queue.paused" if paused else "queue.resumed", queue=name)
+            self.events.emit(event, queue=name)
         return changed
 
     def cancel(self, id: int | str) -> bool:
@@ -106,7 +111,8 @@ class Control:
         return True
 
     def retry(self, job: Job) -> bool:
-        """A failed or cancelled job back to pending with a fresh attempt budget."""
+        """A failed or cancelled job back to pending with a fresh attempt budget
+        (``job.retried``, with the attempts it had made)."""
         if job.state not in (JobState.FAILED, JobState.CANCELLED):
             return False
         retried = self.store.retry(manual_retry(job, self.clock.now()))

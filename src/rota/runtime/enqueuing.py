@@ -19,7 +19,7 @@ class Enqueuing:
     def __init__(
         self, parts: Parts, telemetry: Telemetry | None, max_payload_bytes: int, gate: Gate
     ) -> None:
-        self.store, self.registry, self.clock, _ = parts
+        self.store, self.registry, self.clock, self.events = parts
         self.telemetry = telemetry
         self.max_payload_bytes = max_payload_bytes
         self.gate = gate
@@ -46,4 +46,4 @@ class Enqueuing:
             self.gate.ensure_ready()
             return self.store.workers(now)
 
-        return resolve(task, self.registry, live)
+        return resolve(task, self.registry, live, self.events)

@@ -30,14 +30,15 @@ from rota.core.failures import message_of
 from rota.core.model import AttemptError, Job
 from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
 from rota.errors import (
+    ErrorCode,
     ExecutionFailed,
-    FailedByHandler,
     InvalidArguments,
     InvalidResult,
     JobTimeout,
     RotaError,
     TaskNotRegistered,
 )
+from rota.observe.events import EventLog
 from rota.outcomes import Fail, Retry, Snooze
 from rota.runtime import isolation, results
 from rota.runtime.progress import ProgressBoard
@@ -49,9 +50,9 @@ MAX_MESSAGE = 2_000
 MAX_TRACEBACK = 16_000
 
 
-class Interrupt(str, Enum):
-    """Why a running attempt is interrupted: someone cancelled its job, or its worker is
-    stopping (or lost the job's lease), so the job goes back without spending the attempt."""
+class Interrupt(Enum):
+    """Why a running attempt is stopped: its cancel was asked (it ends ``cancelled``), or its
+    worker is shutting down or lost its lease (it is released)."""
 
     CANCEL = "cancel"
     SHUTDOWN = "shutdown"
@@ -94,8 +95,12 @@ class Executor:
         rng: random.Random | None = None,
         max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        events: EventLog | None = None,
     ) -> None:
+        """``events`` hears an isolated child killed for not stopping (``isolation``): how an
+        attempt ended is announced once written, not here."""
         self.timer = Timer(clock)
+        self.events = events or EventLog()
         self.registry = registry
         self.clock = clock
         self.threads = threads
@@ -177,7 +182,9 @@ class Executor:
         if definition.isolation == "process":
             # A task that stops its child process when cancelled, done once the child exited:
             # ``_cancel`` then needs nothing more than for an async handler.
-            return asyncio.ensure_future(isolation.run(definition, ctx, job, limit)), None
+            return asyncio.ensure_future(
+                isolation.run(definition, ctx, job, limit, self.events)
+            ), None
         thread = self.threads.submit(_guarded_sync, definition, ctx, job, limit)
         return asyncio.wrap_future(thread), thread
 
@@ -207,7 +214,7 @@ class Executor:
         if isinstance(shown, RotaError):
             code = shown.code
         else:
-            code = FailedByHandler.code if isinstance(shown, Fail) else ExecutionFailed.code
+            code = ErrorCode.FAILED_BY_HANDLER if isinstance(shown, Fail) else ExecutionFailed.code
         # traceback formats an exception whose __str__ raises with a placeholder of its own.
         formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
         return AttemptError(

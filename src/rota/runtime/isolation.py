@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rota.context import JobContext
 from rota.core.backoff import lineage
+from rota.core.events import EventName
 from rota.core.failures import message_of
 from rota.errors import ConfigError, ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from rota.core.model import Job
+    from rota.observe.events import EventLog
     from rota.tasks import TaskDefinition
 
 Isolation = Literal["thread", "process"]
@@ -133,7 +135,7 @@ def check(task: str, handler: Any, isolation: object, is_async: bool) -> None:
 
 
 async def run(
-    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int
+    definition: TaskDefinition, ctx: JobContext, job: Job, max_result_bytes: int, events: EventLog
 ) -> str | None:
     """Run one attempt in a child process; its result as JSON, or raise what went wrong.
 
@@ -160,7 +162,7 @@ async def run(
     try:
         output = await child.finished()
     except BaseException:
-        await child.stop()
+        await child.stop(events)
         raise
     finally:
         child.close()
@@ -226,7 +228,7 @@ class _Child:
         self.process.join()
         self.exitcode = self.process.exitcode
 
-    async def stop(self) -> None:
+    async def stop(self, events: EventLog) -> None:
         """SIGTERM, SIGKILL after ``KILL_AFTER`` s; return once the child has exited."""
         if self.exitcode is not None or self._closed:
             return
@@ -239,11 +241,13 @@ class _Child:
             try:
                 await asyncio.wait_for(asyncio.shield(exited), KILL_AFTER)
             except asyncio.TimeoutError:
-                logger.warning(
+                events.log(
+                    logger,
+                    EventName.JOB_CHILD_KILLED,
+                    logging.WARNING,
                     "isolated child %s ignored SIGTERM for %s s; killing it",
                     self.pid,
                     KILL_AFTER,
-                    extra={"event": "job.child_killed"},
                 )
                 self.process.kill()
                 await exited

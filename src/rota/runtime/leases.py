@@ -23,8 +23,10 @@ import traceback
 from collections.abc import Callable, Iterable
 
 from rota.core.clock import Clock
+from rota.core.events import EventName
 from rota.core.model import ProgressReport
 from rota.core.transitions import lease_until
+from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.runtime.executor import Interrupt
 from rota.runtime.progress import ProgressBoard
@@ -73,8 +75,10 @@ class LeaseKeeper:
         max_backoff: float,
         holdings: Holdings,
         progress: ProgressBoard,
+        events: EventLog,
     ) -> None:
         self.worker_id = worker_id
+        self.events = events
         self.store = store
         self.clock = clock
         self.timeline = timeline
@@ -121,7 +125,7 @@ class LeaseKeeper:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._started.set()
-        watching = asyncio.ensure_future(_watch(worker_loop, loop_thread))
+        watching = asyncio.ensure_future(_watch(worker_loop, loop_thread, self.events))
         try:
             await self._renewing(worker_loop, interrupt)
         except asyncio.CancelledError:
@@ -138,7 +142,7 @@ class LeaseKeeper:
     ) -> None:
         """Every third of the lease: renew, write progress, hand over interruptions.  A
         renewal that fails puts its progress back for the next one and is backed off from."""
-        backoff = LoopBackoff("heartbeat", self.max_backoff)
+        backoff = LoopBackoff("heartbeat", self.max_backoff, self.events)
         timer = Timer(self.clock)
         while True:
             delay = self.lease_seconds / 3
@@ -180,7 +184,7 @@ def _hand_over(
             return
 
 
-async def _watch(loop: asyncio.AbstractEventLoop, loop_thread: int) -> None:
+async def _watch(loop: asyncio.AbstractEventLoop, loop_thread: int, events: EventLog) -> None:
     """Ping the worker's loop; log once when a ping waits longer than ``BLOCKED_LOOP``."""
     own = asyncio.get_running_loop()
     while True:
@@ -198,24 +202,28 @@ async def _watch(loop: asyncio.AbstractEventLoop, loop_thread: int) -> None:
         try:
             await asyncio.wait_for(answered.wait(), BLOCKED_LOOP)
         except asyncio.TimeoutError:
-            _blocked(loop_thread, time.monotonic() - sent)
+            _blocked(loop_thread, time.monotonic() - sent, events)
             await answered.wait()
-            logger.info(
+            events.log(
+                logger,
+                EventName.WORKER_LOOP_UNBLOCKED,
+                logging.INFO,
                 "the worker's event loop runs again after %.1f s",
                 time.monotonic() - sent,
-                extra={"event": "worker.loop_unblocked"},
             )
         await asyncio.sleep(WATCH_EVERY)
 
 
-def _blocked(loop_thread: int, seconds: float) -> None:
+def _blocked(loop_thread: int, seconds: float, events: EventLog) -> None:
     frame = sys._current_frames().get(loop_thread)
     stack = "".join(traceback.format_stack(frame)) if frame is not None else "(no stack)"
-    logger.warning(
+    events.log(
+        logger,
+        EventName.WORKER_LOOP_BLOCKED,
+        logging.WARNING,
         "the worker's event loop has run nothing for %.1f s (an async handler or hook that "
         "does not yield: time.sleep, CPU work, a blocking call); leases are still renewed. "
         "What holds it:\n%s",
         seconds,
         stack,
-        extra={"event": "worker.loop_blocked"},
     )

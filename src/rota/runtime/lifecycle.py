@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rota.config import RotaConfig
+from rota.core.events import EventName
 from rota.core.model import DrainResult
 from rota.errors import StoreError, WorkerDied
 from rota.observe.otel import Telemetry
@@ -75,7 +76,7 @@ class Lifecycle:
         self._served = Served()
         self.completions = Completions()
         """Wakes this process's ``rota.result`` waiters when its worker or drain ends a job."""
-        self.timeline = TimeLine(self.store, self.clock)
+        self.timeline = TimeLine(self.store, self.clock, self.events)
         self.announcer = Announcer(self.events, telemetry, self.completions)
         """Tells this process's subscribers what was committed (``runtime.announcer``)."""
 
@@ -95,7 +96,7 @@ class Lifecycle:
         attempt: Callable[[], None],
         stop: threading.Event | None = None,
     ) -> None:
-        DatabaseWait(describe_url(self.config.url), timeout).retry(attempt, stop)
+        DatabaseWait(describe_url(self.config.url), timeout, self.events).retry(attempt, stop)
 
     def _connect_once(self) -> None:
         with self._ready_lock:
@@ -160,11 +161,23 @@ class Lifecycle:
         self._db_threads = ThreadPoolExecutor(DB_THREADS, "rota-db")
         return Worker(self._context(self._executor(self._task_threads), settings, self._db_call))
 
-    async def stop(self, grace: float) -> None:
+    async def stop(self, grace: float, signalled: bool = False) -> None:
+        """Stop the scheduler and the worker, giving running jobs ``grace`` seconds
+        (``worker.stopping``; ``signalled``: by a signal, which a second one cuts short)."""
         worker, self._worker = self._worker, None
         scheduler, self._scheduler = self._scheduler, None
         if worker is None:
             return
+        self.events.log(
+            logger,
+            EventName.WORKER_STOPPING,
+            logging.INFO,
+            "stopping: waiting up to %g s for running jobs%s",
+            grace,
+            "; send the signal again to stop now" if signalled else "",
+            worker=worker.id,
+            grace=grace,
+        )
         if scheduler is not None:
             await scheduler.stop()
         await worker.stop(grace)
@@ -190,9 +203,11 @@ class Lifecycle:
 
         def on_signal() -> None:
             if stop.is_set() and draining is not None:
-                logger.warning(
+                self.events.log(
+                    logger,
+                    EventName.WORKER_GRACE_SKIPPED,
+                    logging.WARNING,
                     "stopping now: interrupting running jobs without waiting for them",
-                    extra={"event": "worker.grace_skipped"},
                 )
                 draining.end_grace()
             stop.set()
@@ -210,19 +225,13 @@ class Lifecycle:
                 assert self._worker is not None
                 died = asyncio.create_task(self._worker.dead.wait())
                 await asyncio.wait({stopping, died}, return_when=asyncio.FIRST_COMPLETED)
-                logger.info(
-                    "stopping: waiting up to %g s for running jobs; send the signal again to "
-                    "stop now",
-                    grace,
-                    extra={"event": "worker.stopping"},
-                )
         finally:
             waits = (starting, stopping, *([died] if died else []))
             for task in waits:
                 task.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
             draining = self._worker
-            await self.stop(grace)
+            await self.stop(grace, signalled=True)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
         if died is not None and died.done() and not died.cancelled():
@@ -295,6 +304,7 @@ class Lifecycle:
             threads,
             max_snoozes=self.config.max_snoozes,
             max_result_bytes=self.config.max_result_bytes,
+            events=self.events,
         )
 
     def _context(

@@ -15,6 +15,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
+from rota.observe.events import EventLog
 from rota.runtime.backoff import LoopBackoff
 from rota.store.base import NewJobSignal, Store
 
@@ -23,12 +24,14 @@ WAIT = 5.0
 
 
 class JobListener:
-    def __init__(self, store: Store, wake: Callable[[], None], max_backoff: float) -> None:
+    def __init__(
+        self, store: Store, wake: Callable[[], None], max_backoff: float, events: EventLog
+    ) -> None:
         """``wake`` is called in the event loop that ``start`` is given."""
         self.store = store
         self._wake = wake
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.backoff = LoopBackoff("listen", max_backoff)
+        self.backoff = LoopBackoff("listen", max_backoff, events)
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._signal: NewJobSignal | None = None

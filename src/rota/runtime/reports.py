@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from rota.core.clock import Clock
+from rota.core.events import EventName
 from rota.core.model import JobState
 from rota.core.transitions import Transition, unwritable
 from rota.errors import InvalidArguments, StoreError, TransientStoreError
@@ -74,6 +75,7 @@ class Reports:
         self.timer = timer
         self.max_backoff = max_backoff
         self.announcer = announcer
+        self.events = announcer.events
         self.holdings = holdings
         self.alerts = alerts
         self.progress = progress
@@ -106,7 +108,7 @@ class Reports:
 
     async def writing(self) -> None:
         """The only writer of finished attempts; on stop it writes what is left, then ends."""
-        backoff = LoopBackoff("report", self.max_backoff)
+        backoff = LoopBackoff("report", self.max_backoff, self.events)
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -116,11 +118,13 @@ class Reports:
             except Exception as error:
                 delay = backoff.failed(error)
                 if self._closing and backoff.failures >= FINAL_REPORT_ATTEMPTS:
-                    logger.error(
+                    self.events.log(
+                        logger,
+                        EventName.WORKER_REPORT_ABANDONED,
+                        logging.ERROR,
                         "giving up reporting %d finished job(s); their leases will expire and "
                         "they will run again",
                         len(self.pending),
-                        extra={"event": "worker.report_abandoned"},
                     )
                     return
                 await self.timer.sleep(min(delay, 2.0) if self._closing else delay)
@@ -224,13 +228,15 @@ class Reports:
 
     def _halve(self, batch: list[Transition], error: Exception) -> None:
         self._batch = (len(batch) + 1) // 2
-        logger.warning(
+        self.events.log(
+            logger,
+            EventName.WORKER_REPORT_SPLIT,
+            logging.WARNING,
             "writing %d finished jobs failed (%s: %s); writing them in batches of %d",
             len(batch),
             type(error).__name__,
             error,
             self._batch,
-            extra={"event": "worker.report_split"},
         )
 
     def _give_up(self, transition: Transition, error: Exception) -> None:
@@ -244,24 +250,30 @@ class Reports:
             size = len(transition.result.encode("utf-8", "surrogatepass"))
             message = f"the result ({size} bytes as JSON) could not be written: {error}"
             self.pending[index] = unwritable(job, transition, message)
-            logger.error(
+            self.events.log(
+                logger,
+                EventName.WORKER_RESULT_UNWRITABLE,
+                logging.ERROR,
                 "job %d succeeded but the database refuses its result; it fails with "
                 "INVALID_RESULT instead: %s",
                 transition.job_id,
                 message,
-                extra={"event": "worker.result_unwritable", "job_id": transition.job_id},
+                job_id=transition.job_id,
             )
             return
         del self.pending[index]
         self._attempts.pop(transition.job_id, None)
         self.holdings.discard([transition.job_id])
-        logger.error(
+        self.events.log(
+            logger,
+            EventName.WORKER_REPORT_DROPPED,
+            logging.ERROR,
             "giving up writing the outcome of job %d (%s: %s); its lease will expire and it "
             "will run again",
             transition.job_id,
             type(error).__name__,
             error,
-            extra={"event": "worker.report_dropped", "job_id": transition.job_id},
+            job_id=transition.job_id,
         )
 
     async def _announce(self, written: Sequence[Attempt], applied: Applied) -> None:

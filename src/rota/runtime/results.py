@@ -29,7 +29,7 @@ from rota.core.backoff import doubling
 from rota.core.clock import Clock
 from rota.core.model import Job, JobState
 from rota.errors import (
-    DependencyFailed,
+    ErrorCode,
     InvalidArguments,
     InvalidResult,
     JobCancelled,
@@ -169,7 +169,9 @@ def outcome(job: Job) -> Any:
         # Only a dependency's failure cancels with an error of its own; earlier errors of a
         # job cancelled by hand are not why it ended.
         why = (
-            f": {last.code}: {last.message}" if last and last.code == DependencyFailed.code else ""
+            f": {last.code}: {last.message}"
+            if last and last.code == ErrorCode.DEPENDENCY_FAILED
+            else ""
         )
         raise JobCancelled(f"job {job.id} was cancelled{why}")
     why = f": {last.code}: {last.message}" if last is not None else ""

@@ -17,6 +17,7 @@ from typing import Any
 from rota.config import RotaConfig
 from rota.core.clock import Clock
 from rota.core.cron import Cron
+from rota.core.events import EventName
 from rota.core.model import NewJob
 from rota.core.planner import plan
 from rota.core.schedules import Schedule
@@ -55,7 +56,9 @@ def fire_due(
         try:
             cron = Cron(schedule.spec.cron, schedule.spec.tz)
         except RotaError as error:
-            events.emit("schedule.invalid", logging.ERROR, schedule=schedule.name, error=error)
+            events.emit(
+                EventName.SCHEDULE_INVALID, logging.ERROR, schedule=schedule.name, error=error
+            )
             store.disable([schedule.name], now, actors.SCHEDULER)
             continue
         decided = plan(
@@ -71,7 +74,7 @@ def fire_due(
             continue
         if decided.missed:
             events.emit(
-                "schedule.missed",
+                EventName.SCHEDULE_MISSED,
                 logging.WARNING,
                 schedule=schedule.name,
                 task=schedule.spec.task,
@@ -81,7 +84,7 @@ def fire_due(
             )
         for job in jobs:
             events.emit(
-                "job.scheduled",
+                EventName.JOB_SCHEDULED,
                 schedule=schedule.name,
                 task=job.task,
                 queue=job.queue,
@@ -160,7 +163,7 @@ class Scheduler:
             await self._task
 
     async def _run(self) -> None:
-        backoff = LoopBackoff("scheduler", MAX_BACKOFF)
+        backoff = LoopBackoff("scheduler", MAX_BACKOFF, self.events)
         while not self._stopping.is_set():
             try:
                 delay = await self._pass()

@@ -17,6 +17,7 @@ from typing import Any
 
 from rota.core import payload, schedule_edits, values
 from rota.core.cron import Cron
+from rota.core.events import EventName
 from rota.core.names import check_name, name_problem
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import (
@@ -36,6 +37,12 @@ from rota.store.base import ScheduleStore
 from rota.tasks import Handler, TaskDefinition
 
 LIVE_STATES = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
+EDITED = {
+    ScheduleAction.UPDATED: EventName.SCHEDULE_UPDATED,
+    ScheduleAction.OVERRIDDEN: EventName.SCHEDULE_OVERRIDDEN,
+    ScheduleAction.RESET: EventName.SCHEDULE_RESET,
+}
+"""The event of each edit of a live schedule's rule (``update_schedule``, ``reset_schedule``)."""
 
 
 def code_spec(definition: TaskDefinition, arguments: str) -> ScheduleSpec:
@@ -120,14 +127,14 @@ class ScheduleControl:
         )
         for name in synced.disabled:
             self.events.emit(
-                "schedule.disabled",
+                EventName.SCHEDULE_DISABLED,
                 logging.WARNING,
                 schedule=name,
                 reason="no longer defined in code",
             )
         for name, override, code in synced.cleared:
             self.events.emit(
-                "schedule.override_cleared",
+                EventName.SCHEDULE_OVERRIDE_CLEARED,
                 logging.WARNING,
                 schedule=name,
                 override=override,
@@ -251,7 +258,7 @@ class ScheduleControl:
                 "was written: read it again and repeat the change if it still applies"
             )
         self.events.emit(
-            f"schedule.{edit.action.value}",
+            EDITED[edit.action],
             schedule=schedule.name,
             actor=actors.current(),
             old=rule(edit.old),

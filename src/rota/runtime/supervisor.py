@@ -30,10 +30,15 @@ from collections.abc import Sequence
 from types import FrameType
 
 from rota.config import DEFAULT_GRACE
+from rota.core.events import EventName
+from rota.observe.events import EventLog
 
 LIFELINE_ENV = "ROTA_SUPERVISOR_FD"
 KILL_AFTER_GRACE = 10.0
 logger = logging.getLogger("rota.supervisor")
+events = EventLog(logger)
+"""The supervisor process's own: it runs no worker, and no hook of the application's hears
+it."""
 
 
 def supervise(
@@ -70,29 +75,37 @@ def supervise(
                 while restarts and restarts[0] < now - window:
                     restarts.popleft()
                 if len(restarts) > max_restarts:
-                    logger.error(
+                    events.log(
+                        logger,
+                        EventName.SUPERVISOR_GAVE_UP,
+                        logging.ERROR,
                         "worker processes keep exiting (%d restarts in %.0f s); giving up",
                         len(restarts),
                         window,
-                        extra={"event": "supervisor.gave_up"},
                     )
                     failed = True
                     break
-                logger.warning(
+                events.log(
+                    logger,
+                    EventName.SUPERVISOR_RESTARTED,
+                    logging.WARNING,
                     "worker process %d exited with code %s; starting another",
                     child.pid,
                     code,
-                    extra={"event": "supervisor.restarted", "pid": child.pid, "code": code},
+                    pid=child.pid,
+                    code=code,
                 )
                 children[index] = _spawn(command, lifeline)
             time.sleep(poll)
         if signals:
-            logger.info(
+            events.log(
+                logger,
+                EventName.SUPERVISOR_STOPPING,
+                logging.INFO,
                 "stopping %d worker process(es): waiting up to %g s for running jobs; send the "
                 "signal again to stop now",
                 len(children),
                 grace,
-                extra={"event": "supervisor.stopping"},
             )
         codes = _stop(children, grace, signals, poll)
     finally:
@@ -103,27 +116,33 @@ def supervise(
     return 1 if failed or any(code != 0 for code in codes) else 0
 
 
-def watch_supervisor() -> None:
-    """In a supervised worker, stop as if SIGTERMed once the supervisor is gone.
+def watch_supervisor(worker_events: EventLog) -> None:
+    """In a supervised worker, stop as if SIGTERMed once the supervisor is gone (announced on
+    the worker's ``worker_events``).
 
     The variable is removed so that processes this worker starts do not watch a pipe they do
     not hold."""
     fd = os.environ.pop(LIFELINE_ENV, None)
     if fd is not None and fd.isdigit():
         threading.Thread(
-            target=_stop_at_end_of_file, args=(int(fd),), name="rota-lifeline", daemon=True
+            target=_stop_at_end_of_file,
+            args=(int(fd), worker_events),
+            name="rota-lifeline",
+            daemon=True,
         ).start()
 
 
-def _stop_at_end_of_file(fd: int) -> None:
+def _stop_at_end_of_file(fd: int, worker_events: EventLog) -> None:
     try:
         while os.read(fd, 1):  # the supervisor never writes: this returns at end of file only
             pass
     except OSError:
         return
-    logger.warning(
+    worker_events.log(
+        logger,
+        EventName.SUPERVISOR_LOST,
+        logging.WARNING,
         "the supervisor is gone; stopping as if sent SIGTERM",
-        extra={"event": "supervisor.lost"},
     )
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -136,7 +155,9 @@ def _spawn(command: Sequence[str], lifeline: int) -> subprocess.Popen[bytes]:
         pass_fds=(lifeline,),
         env={**os.environ, LIFELINE_ENV: str(lifeline)},
     )
-    logger.info("started worker process %d", child.pid, extra={"event": "supervisor.started"})
+    events.log(
+        logger, EventName.SUPERVISOR_STARTED, logging.INFO, "started worker process %d", child.pid
+    )
     return child
 
 
@@ -150,9 +171,11 @@ def _stop(
     while any(child.poll() is None for child in children) and time.monotonic() < deadline:
         if len(signals) > forwarded:
             forwarded = len(signals)
-            logger.warning(
+            events.log(
+                logger,
+                EventName.SUPERVISOR_GRACE_SKIPPED,
+                logging.WARNING,
                 "stopping now: passing the signal on to the worker processes",
-                extra={"event": "supervisor.grace_skipped"},
             )
             _signal_all(children)
         time.sleep(poll)

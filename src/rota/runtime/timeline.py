@@ -17,6 +17,8 @@ import time
 from datetime import timedelta
 
 from rota.core.clock import Clock, DatabaseClock
+from rota.core.events import EventName
+from rota.observe.events import EventLog
 from rota.store.base import Store
 
 SKEW_WARNING = timedelta(seconds=5)
@@ -26,9 +28,10 @@ logger = logging.getLogger("rota")
 
 
 class TimeLine:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, events: EventLog) -> None:
         self.store = store
         self.clock = clock
+        self.events = events
         self._warned: timedelta | None = None
         """The skew last warned of, so that a steady skew is reported once, not per beat."""
 
@@ -64,17 +67,23 @@ class TimeLine:
             return
         self._warned = skew
         if abs(skew) <= SKEW_WARNING:
-            logger.info(
+            self.events.log(
+                logger,
+                EventName.WORKER_CLOCK_SKEW,
+                logging.INFO,
                 "this host's clock is back within %.1f s of the database server's",
                 abs(skew.total_seconds()),
-                extra={"event": "worker.clock_skew", "skew_seconds": skew.total_seconds()},
+                skew_seconds=skew.total_seconds(),
             )
             return
-        logger.warning(
+        self.events.log(
+            logger,
+            EventName.WORKER_CLOCK_SKEW,
+            logging.WARNING,
             "this host's clock is %.1f s %s the database server's; rota keeps its leases and "
             "times on the server's clock, but keep clocks in sync (NTP): handlers and logs "
             "read this host's",
             abs(skew.total_seconds()),
             "ahead of" if skew > timedelta(0) else "behind",
-            extra={"event": "worker.clock_skew", "skew_seconds": skew.total_seconds()},
+            skew_seconds=skew.total_seconds(),
         )

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota.core.events import EventName
 from rota.core.model import Job
 from rota.core.transitions import lease_until
 from rota.runtime.alerts import TickAlerts
@@ -71,19 +72,21 @@ class Upkeep:
         renewed = lease_until(now, self.lease_seconds)
         _, lost = await self._db(self.store.heartbeat, self.worker_id, ids, now, renewed)
         if lost:
-            logger.warning(
+            self.events.log(
+                logger,
+                EventName.WORKER_CLAIM_OUTLIVED,
+                logging.WARNING,
                 "a slow claim's lease ran out: %d job(s) taken over meanwhile are left to the "
                 "worker that has them (%s)",
                 len(lost),
                 ", ".join(map(str, sorted(lost))),
-                extra={"event": "worker.claim_outlived"},
             )
         return [job for job in jobs if job.id not in lost]
 
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
         """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook
         says none expired (an idle worker's look covers it, and wakes this loop when one has)."""
-        backoff = LoopBackoff("rescue", self.max_backoff)
+        backoff = LoopBackoff("rescue", self.max_backoff, self.events)
         while True:
             delay = poll_interval
             fresh = self.lookout.fresh() if self.lookout is not None else None
@@ -104,7 +107,7 @@ class Upkeep:
         return count
 
     async def pruning(self, interval: float, retention: Retention) -> None:
-        backoff = LoopBackoff("prune", self.max_backoff)
+        backoff = LoopBackoff("prune", self.max_backoff, self.events)
         while True:
             delay = interval
             try:
@@ -118,7 +121,7 @@ class Upkeep:
                     timedelta(seconds=interval * 2),
                 )
                 if pruned:
-                    self.events.emit("jobs.pruned", count=pruned)
+                    self.events.emit(EventName.JOBS_PRUNED, count=pruned)
                 backoff.succeeded()
             except Exception as error:
                 delay = backoff.failed(error)

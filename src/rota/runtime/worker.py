@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rota.core.backoff import doubling
+from rota.core.events import EventName
 from rota.core.limits import FlowLimits
 from rota.core.model import DrainResult, Job, JobState
 from rota.core.transitions import lease_until
@@ -88,7 +89,7 @@ class Worker:
             store.schedules, executor.registry, self.events, settings.alert_after_failures
         )
         self.lookout = Lookout(self.clock, settings.poll_interval)
-        self.listener = JobListener(store, self.notify, settings.max_backoff)
+        self.listener = JobListener(store, self.notify, settings.max_backoff, self.events)
         self._nudged = False
         self.upkeep = Upkeep(
             self.id, store, executor, self._db, settings, self.announcer, self.alerts, self.lookout
@@ -103,6 +104,7 @@ class Worker:
             settings.max_backoff,
             self.holdings,
             executor.progress,
+            self.events,
         )
         self._running: dict[int, Running] = {}
         self._waiting: dict[int, tuple[Job, int]] = {}
@@ -162,7 +164,9 @@ class Worker:
     def launch(self) -> None:
         """Start the loops of a registered worker, on the running event loop."""
         queues, concurrency = ",".join(self.settings.queues), self.settings.concurrency
-        self.events.emit("worker.started", worker=self.id, queues=queues, concurrency=concurrency)
+        self.events.emit(
+            EventName.WORKER_STARTED, worker=self.id, queues=queues, concurrency=concurrency
+        )
         self.listener.start(asyncio.get_running_loop())
         self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
@@ -224,12 +228,15 @@ class Worker:
         self._abandon.set()
         await self._until_settled(None)
         if self._abandoned:
-            logger.warning(
+            self.events.log(
+                logger,
+                EventName.WORKER_ABANDONED,
+                logging.WARNING,
                 "%d handler(s) did not stop when interrupted (jobs %s): their jobs stay leased "
                 "and run again elsewhere once the lease expires",
                 len(self._abandoned),
                 ", ".join(str(job.id) for job in self._abandoned),
-                extra={"event": "worker.abandoned", "jobs": [j.id for j in self._abandoned]},
+                jobs=[j.id for j in self._abandoned],
             )
         self.reports.close()
         if self._report_loop is not None:
@@ -240,7 +247,7 @@ class Worker:
         await asyncio.to_thread(self.leases.stop)
         with contextlib.suppress(StoreError):
             await self._db(self.store.unregister_worker, self.id)
-        self.events.emit("worker.stopped", worker=self.id)
+        self.events.emit(EventName.WORKER_STOPPED, worker=self.id)
 
     def end_grace(self) -> None:
         """Interrupt running jobs now, as the end of ``stop``'s grace would (a second SIGTERM)."""
@@ -284,11 +291,13 @@ class Worker:
             self._died(None)
 
     def _died(self, error: BaseException | None) -> None:
-        logger.critical(
+        self.events.log(
+            logger,
+            EventName.WORKER_CLAIM_LOOP_DIED,
+            logging.CRITICAL,
             "the claim loop ended (%s): this worker claims no more jobs and stops heartbeating",
             "no error" if error is None else f"{type(error).__name__}: {error}",
             exc_info=error,
-            extra={"event": "worker.claim_loop_died"},
         )
         self.leases.stop(wait=False)
         self.dead.set()
@@ -297,7 +306,7 @@ class Worker:
         """Poll every ``busy_poll`` while claims find work, doubling up to ``poll_interval``
         while they find none (then looking before claiming, unless nudged by a local enqueue);
         with no free slot, wait for one."""
-        backoff = LoopBackoff("claim", self.settings.max_backoff)
+        backoff = LoopBackoff("claim", self.settings.max_backoff, self.events)
         empty = 0  # polls in a row that claimed nothing
         while not self._stopping.is_set():
             self._wake.clear()  # before the look: a wake-up during it is not lost
@@ -417,5 +426,5 @@ class Worker:
         if run is None or run.interrupt.done():
             return
         if reason is Interrupt.SHUTDOWN:
-            self.events.job("job.lost", run.job, logging.WARNING)
+            self.events.job(EventName.JOB_LOST, run.job, logging.WARNING)
         run.interrupt.set_result(reason)

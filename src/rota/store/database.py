@@ -24,6 +24,7 @@ from rota.core.clock import ClockReading, as_utc
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
 from rota.store.dialects.base import ConnectionSettings, default_connection_settings
+from rota.store.events import EventSink, log_event
 from rota.store.rows import ReportedRows
 from rota.store.schema import build_schema
 from rota.store.secrets import hide
@@ -43,23 +44,26 @@ CONFLICT_BUDGET = 5.0
 
 class Database:
     """An engine on ``url`` with the dialect chosen for it and the tables named by the prefix;
-    its connections bounded by ``connection`` (``RotaConfig``'s defaults if not given)."""
+    its connections bounded by ``connection`` (``RotaConfig``'s defaults if not given); what it
+    meets (lost connections, unreadable rows) announced to ``events``."""
 
     def __init__(
         self,
         url: str | URL,
         table_prefix: str = "rota_",
         connection: ConnectionSettings | None = None,
+        events: EventSink = log_event,
     ) -> None:
         self.url = normalise_url(url)
         self.secrets = url_secrets(url)
         self.dialect = dialect_for(self.url)
         self.connection = connection or default_connection_settings()
-        self.engine = self.dialect.create_engine(self.url, self.connection)
+        self.events = events
+        self.engine = self.dialect.create_engine(self.url, self.connection, events)
         self.table_prefix = table_prefix
         self.schema = build_schema(table_prefix)
         self._statement_limit: int | None = None
-        self.reported = ReportedRows()
+        self.reported = ReportedRows(events)
 
     @property
     def where(self) -> str:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import AttemptError, JobRef, JobState
-from rota.errors import DependencyFailed, InvalidArguments
+from rota.errors import ErrorCode, InvalidArguments
 from rota.store.database import Database
 from rota.store.rows import WAITING, _attempt_errors, errors_json
 from rota.store.values import Cascaded
@@ -247,8 +247,8 @@ def _failure(
     return AttemptError(
         attempt=attempt,
         at=now,
-        code=DependencyFailed.code,
-        type=DependencyFailed.__name__,
+        code=ErrorCode.DEPENDENCY_FAILED,
+        type="DependencyFailed",
         message=f"job {parent}, which this one depends on, {already}ended {state.value}",
     )
 

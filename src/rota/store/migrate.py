@@ -16,6 +16,7 @@ from alembic.util import CommandError
 from sqlalchemy import MetaData, Table
 from sqlalchemy.engine import URL, Connection
 
+from rota.core.events import EventName
 from rota.errors import StoreError
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
@@ -107,12 +108,14 @@ def upgrade(database: Database, lock_timeout: float = MIGRATION_LOCK_TIMEOUT) ->
         before = _revision(connection, database.table_prefix)
         head = head_revision()
         if schema_state(before, head) == "newer":
-            logger.warning(
+            database.events(
+                logger,
+                EventName.SCHEMA_NEWER,
+                logging.WARNING,
                 "the schema is at revision %s, written by a newer rota than this one (which "
                 "knows up to %s); leaving it as it is",
                 before,
                 head,
-                extra={"event": "schema.newer"},
             )
             return []
         config = _config(database.table_prefix)

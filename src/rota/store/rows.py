@@ -24,6 +24,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
 from rota.core.escaping import visible
+from rota.core.events import EventName
 from rota.core.model import (
     DEFAULT_QUEUE,
     STORED_STATES,
@@ -43,6 +44,7 @@ from rota.core.schedules import (
     ScheduleState,
 )
 from rota.errors import InvalidArguments
+from rota.store.events import EventSink
 from rota.store.values import UnreadableRow
 
 RUNNING = JobState.RUNNING.value
@@ -368,7 +370,8 @@ class ReportedRows:
     not at every poll that meets it again: the ``REPORTED_ROWS`` met most lately (a row
     forgotten, after that many others, is logged again when met)."""
 
-    def __init__(self, limit: int = REPORTED_ROWS) -> None:
+    def __init__(self, events: EventSink, limit: int = REPORTED_ROWS) -> None:
+        self.events = events
         self.limit = limit
         self._seen: OrderedDict[UnreadableRow, None] = OrderedDict()
         self._lock = threading.Lock()
@@ -383,10 +386,14 @@ class ReportedRows:
                 self._seen.popitem(last=False)
         if seen:
             return
-        logger.warning(
+        self.events(
+            logger,
+            EventName.ROW_UNREADABLE,
+            logging.WARNING,
             "the row of %s %s cannot be read, and is left alone (rota check lists it): %s",
             row.kind,
             visible(row.key),
             visible(row.problem),
-            extra={"event": "row.unreadable", "kind": row.kind, "key": row.key},
+            kind=row.kind,
+            key=row.key,
         )

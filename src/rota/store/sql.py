@@ -35,6 +35,7 @@ from rota.store.borrowed import Lender
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.dialects.base import ConnectionSettings
+from rota.store.events import EventSink, log_event
 from rota.store.finished import SqlFinished
 from rota.store.jobs import SqlJobs
 from rota.store.outlook import SqlOutlook
@@ -47,12 +48,16 @@ from rota.store.values import Applied, JobSummary, Outlook, SchemaStatus, Server
 
 
 def open_store(
-    url: str, table_prefix: str = DEFAULT_TABLE_PREFIX, connection: ConnectionSettings | None = None
+    url: str,
+    table_prefix: str = DEFAULT_TABLE_PREFIX,
+    connection: ConnectionSettings | None = None,
+    events: EventSink = log_event,
 ) -> SqlStore:
     """A store on ``url`` (connections open lazily, at the first call), its connections bounded
-    by ``connection`` (``RotaConfig``'s defaults if not given); ``ConfigError`` for a URL rota
-    cannot use or a driver that is not installed."""
-    return SqlStore(Database(url, table_prefix, connection))
+    by ``connection`` (``RotaConfig``'s defaults if not given), announcing what it meets to
+    ``events`` (logged, if not given); ``ConfigError`` for a URL rota cannot use or a driver
+    that is not installed."""
+    return SqlStore(Database(url, table_prefix, connection, events))
 
 
 class SqlStore:

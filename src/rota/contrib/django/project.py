@@ -20,6 +20,7 @@ from rota.app import Rota
 from rota.contrib.django import connections as django_connections
 from rota.contrib.django import options
 from rota.contrib.django.databases import backend_driver, database_url
+from rota.core.events import EventName
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
 from rota.observe.events import EventLog, Hook
@@ -82,7 +83,7 @@ class DjangoRota(Rota):
         self._setting = setting
         self._state = NEW
         self._building = threading.RLock()
-        self._hooks: list[tuple[str, Hook]] = []
+        self._hooks: list[tuple[EventName | str, Hook]] = []
         self._early = EventLog()
         """Checks the hooks' event names when they are registered, not at the build."""
         self.registry = TaskRegistry()
@@ -131,7 +132,7 @@ class DjangoRota(Rota):
         with self._building:  # never into the registry a build is replacing
             return super().define_task(django_connections.as_request(definition))
 
-    def on(self, event: str, hook: Hook) -> None:
+    def on(self, event: EventName | str, hook: Hook) -> None:
         with self._building:
             if self._state != BUILT:
                 self._early.on(event, hook)

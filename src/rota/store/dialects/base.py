@@ -26,6 +26,7 @@ from sqlalchemy.engine.interfaces import Dialect as DriverDialect
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
+from rota.core.events import EventName
 from rota.errors import (
     ConfigError,
     InvalidArguments,
@@ -35,8 +36,9 @@ from rota.errors import (
     unchained,
 )
 from rota.store.base import StatementTooLarge
-from rota.store.dialects.pooling import watch_pool
+from rota.store.dialects.pooling import lost, watch_pool
 from rota.store.dialects.translation import ConnectFailure, Translation
+from rota.store.events import EventSink
 from rota.store.secrets import decoded, hide
 from rota.store.values import ServerInfo
 
@@ -116,7 +118,7 @@ class Dialect:
         """The local file the URL names, which connecting would create; servers have none."""
         return None
 
-    def create_engine(self, url: URL, connection: ConnectionSettings) -> Engine:
+    def create_engine(self, url: URL, connection: ConnectionSettings, events: EventSink) -> Engine:
         try:
             engine = sa_create_engine(url, **self.engine_options(connection))
         except (sa_exc.NoSuchModuleError, ImportError) as error:
@@ -124,13 +126,13 @@ class Dialect:
                 f"no database driver {url.drivername!r} is installed ({error}): install "
                 "rota[mysql] or rota[postgres], or name an installed driver"
             ) from None
-        self.configure(engine, connection)
+        self.configure(engine, connection, events)
         return engine
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
         raise NotImplementedError
 
-    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
+    def configure(self, engine: Engine, connection: ConnectionSettings, events: EventSink) -> None:
         """Say so when a connection dies (server restart, ``KILL``, failover, idle timeout).
 
         The pool replaces it on its own, found dead before use (pinged after idling, see
@@ -138,7 +140,7 @@ class Dialect:
         ``TransientStoreError``; without this line an operator would never learn that
         connections are being lost.
         """
-        watch_pool(engine)
+        watch_pool(engine, events)
 
         @event.listens_for(engine, "do_connect")
         def _connect(
@@ -160,21 +162,18 @@ class Dialect:
                 # so every connection opened before is replaced at its next checkout instead
                 # of writing to the same server again (``refuses_writes``).
                 context.is_disconnect = True
-                logger.warning(
+                events(
+                    logger,
+                    EventName.DB_READ_ONLY,
+                    logging.WARNING,
                     "the database server refused a write as read-only (%s: %s): a replica, "
                     "or a node leaving its cluster; dropping every pooled connection so that "
                     "new ones reach the writer",
                     type(context.original_exception).__name__,
                     context.original_exception,
-                    extra={"event": "db.read_only"},
                 )
             elif context.is_disconnect:
-                logger.warning(
-                    "lost a database connection (%s: %s); the pool will open a new one",
-                    type(context.original_exception).__name__,
-                    context.original_exception,
-                    extra={"event": "db.disconnected", "pre_ping": context.is_pre_ping},
-                )
+                lost(events, context.original_exception, pre_ping=context.is_pre_ping)
 
     def connect(self, driver: DriverDialect, cargs: list[Any], cparams: dict[str, Any]) -> Any:
         """One DB-API connection, opened with ``connect_params``.

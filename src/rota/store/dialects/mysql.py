@@ -79,6 +79,7 @@ from rota.store.dialects.base import (
     lost_connection,
 )
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
+from rota.store.events import EventSink
 from rota.store.secrets import encoded
 from rota.store.values import ServerInfo
 
@@ -167,8 +168,8 @@ class MySQLDialect(Dialect):
             return params
         return {**params, "password": encoded(password)}
 
-    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
-        super().configure(engine, connection)
+    def configure(self, engine: Engine, connection: ConnectionSettings, events: EventSink) -> None:
+        super().configure(engine, connection, events)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:

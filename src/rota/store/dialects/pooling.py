@@ -25,6 +25,9 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, PoolResetState
 
+from rota.core.events import EventName
+from rota.store.events import EventSink
+
 logger = logging.getLogger("rota.store")
 PING_AFTER_IDLE = 1.0
 """Seconds in the pool after which a connection is pinged before use. A busy process, which
@@ -38,10 +41,10 @@ out on the server's ``wait_timeout`` and are pinged, or replaced, when next need
 _RETURNED = "rota_returned_at"
 
 
-def watch_pool(engine: Engine) -> None:
+def watch_pool(engine: Engine, events: EventSink) -> None:
     """Ping idle connections at checkout and roll back, on return, only those that may hold a
-    transaction (``transaction_open``); the engine must have been created with
-    ``SERVER_POOL_OPTIONS``."""
+    transaction (``transaction_open``), telling ``events`` of each connection found lost; the
+    engine must have been created with ``SERVER_POOL_OPTIONS``."""
 
     @event.listens_for(engine, "checkin")
     def _returned(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
@@ -57,7 +60,7 @@ def watch_pool(engine: Engine) -> None:
         try:
             engine.dialect.do_ping(dbapi_connection)
         except engine.dialect.loaded_dbapi.Error as error:
-            _lost(error, "pre_ping")
+            lost(events, error, pre_ping=True)
             # The pool discards this connection and checks out another (a new one, tried the
             # same way): what SQLAlchemy's own pre-ping does.
             raise sa_exc.DisconnectionError(str(error)) from error
@@ -70,16 +73,21 @@ def watch_pool(engine: Engine) -> None:
             except engine.dialect.loaded_dbapi.Error as error:
                 # What the pool does with a reset that raises, without its ERROR traceback:
                 # the connection is closed and the next checkout opens a new one.
-                _lost(error, "on_return")
+                lost(events, error, on_return=True)
                 record.invalidate(error)
 
 
-def _lost(error: Exception, where: str) -> None:
-    logger.warning(
+def lost(events: EventSink, error: BaseException, **where: bool) -> None:
+    """Tell ``events`` that a connection was lost; ``where`` says when it was found so."""
+    events(
+        logger,
+        EventName.DB_DISCONNECTED,
+        logging.WARNING,
         "lost a database connection (%s: %s); the pool will open a new one",
         type(error).__name__,
         error,
-        extra={"event": "db.disconnected", where: True},
+        exc_info=None,
+        **where,
     )
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.sql.dml import Insert
 
 from rota.errors import ConfigError
 from rota.store.dialects.base import ConnectionSettings, Dialect, server_version
+from rota.store.events import EventSink
 from rota.store.values import ServerInfo
 
 
@@ -39,7 +40,7 @@ class SQLiteDialect(Dialect):
         """A local file: no connection to lose, so no read timeout or keepalive."""
         return {"connect_args": {"timeout": 30}}
 
-    def configure(self, engine: Engine, connection: ConnectionSettings) -> None:
+    def configure(self, engine: Engine, connection: ConnectionSettings, events: EventSink) -> None:
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
             dbapi_connection.isolation_level = None

@@ -1,0 +1,176 @@
+"""One list each of event names and error codes: the enums, what the source emits and builds,
+and what the README and the documentation list.
+
+Read from the source tree and the Markdown, so that an event logged with a name of its own, a
+name no code emits, a code no class carries or a list that drifted from its enum fails here."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import rota
+from rota import errors
+from rota.core.events import EventName
+from rota.errors import ErrorCode
+
+ROOT = Path(__file__).parent.parent
+SOURCE = ROOT / "src" / "rota"
+RECORD_MAKER = SOURCE / "store" / "events.py"
+"""The one module that makes a log record carrying ``event``."""
+NAMES = SOURCE / "core" / "events.py"
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS += sorted((ROOT / "docs" / "reference").glob("*.md"))
+RECORD_MAKERS = {"LoggerAdapter", "makeLogRecord", "LogRecord"}
+TABLE_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
+
+
+def modules() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(SOURCE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(), str(path))
+
+
+def where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+
+
+def test_no_module_but_the_event_log_makes_a_record_that_carries_an_event() -> None:
+    """A record gets attributes from ``extra=``, from a ``LoggerAdapter`` or ``makeLogRecord``
+    dict, or set on it afterwards: only the record maker does any of that."""
+    found = [
+        where(path, node)
+        for path, tree in modules()
+        if path != RECORD_MAKER
+        for node in ast.walk(tree)
+        if _sets_record_attributes(node)
+    ]
+    assert found == [], "records with an event key are made by rota.store.events.log_event"
+    maker = ast.parse(RECORD_MAKER.read_text())
+    assert any(isinstance(n, ast.keyword) and n.arg == "extra" for n in ast.walk(maker))
+
+
+def test_every_event_name_is_emitted_and_every_emission_names_a_member() -> None:
+    used: set[str] = set()
+    spelled = []
+    texts = {name.value for name in EventName}
+    for path, tree in modules():
+        if path == NAMES:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _is_name(node.value, "EventName"):
+                used.add(node.attr)
+            if isinstance(node, ast.Constant) and node.value in texts:
+                spelled.append(f"{where(path, node)} {node.value!r}")
+            if isinstance(node, ast.JoinedStr) and _prefixed(node, texts):
+                spelled.append(f"{where(path, node)} an f-string event name")
+    assert spelled == [], "rota names its events by EventName members, not by their text"
+    assert used == {name.name for name in EventName}, "on() accepts exactly what is emitted"
+
+
+def test_every_code_is_an_error_code_and_every_class_carries_one() -> None:
+    classes = _error_classes()
+    assert {error.code for error in classes} <= set(ErrorCode)
+    assert len({error.code for error in classes}) == len(classes)
+    assert {"LEASE_EXPIRED", "SNOOZE_LIMIT", "SERVER_READ_ONLY", "UNREADABLE_ROW"} <= set(ErrorCode)
+    assert rota.ErrorCode is ErrorCode and rota.EventName is EventName
+    assert {"ErrorCode", "EventName"} <= set(rota.__all__)
+
+
+def test_the_code_tree_of_the_errors_module_names_each_class_and_its_code() -> None:
+    assert errors.__doc__ is not None
+    tree = re.findall(r"^\s+[│├└─ ]*(\w+)\s+([A-Z_]{4,})\b", errors.__doc__, re.MULTILINE)
+    assert dict(tree) == {error.__name__: error.code for error in _error_classes()}
+    parents = {error.__name__: error.__mro__[1].__name__ for error in _error_classes()}
+    assert parents["DatabaseUnavailable"] == parents["TransientStoreError"] == "StoreError"
+    assert "    │   ├── DatabaseUnavailable" in errors.__doc__
+
+
+def test_the_readme_and_the_docs_list_exactly_the_events_and_the_codes() -> None:
+    events = _tables("event")
+    codes = _tables("code")
+    assert {path.name for path in events} >= {"README.md", "guide.md"}
+    assert {path.name for path in codes} >= {"errors.md"}
+    for path, listed in events.items():
+        assert listed == [name.value for name in EventName], path
+    for path, listed in codes.items():
+        assert sorted(listed) == sorted(code.value for code in ErrorCode), path
+        assert len(listed) == len(set(listed)), path
+    readme, guide = (
+        _section(ROOT / name, "The execution log") for name in ("README.md", "docs/guide.md")
+    )
+    assert readme == guide, "the README and the guide share the execution log's text"
+
+
+def _tables(first_column: str) -> dict[Path, list[str]]:
+    """Per document, the first column of each Markdown table whose header starts with
+    ``first_column``, its values in backquotes."""
+    found: dict[Path, list[str]] = {}
+    for path in DOCUMENTS:
+        rows: list[str] | None = None
+        for line in path.read_text().splitlines():
+            if re.match(rf"^\|\s*{first_column}\s*\|", line):
+                rows = found.setdefault(path, [])
+            elif rows is not None and (match := TABLE_ROW.match(line)):
+                rows.append(match.group(1))
+            elif not line.startswith("|"):
+                rows = None
+    return found
+
+
+def _section(path: Path, title: str) -> str:
+    text = path.read_text()
+    start = re.search(rf"^#+ {title}\n", text, re.MULTILINE)
+    assert start is not None, path
+    end = re.search(r"^#+ ", text[start.end() :], re.MULTILINE)
+    return text[start.end() : start.end() + end.start() if end else None]
+
+
+def _error_classes() -> list[type[errors.RotaError]]:
+    return [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, errors.RotaError)
+    ]
+
+
+def _sets_record_attributes(node: ast.AST) -> bool:
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Attribute) and t.attr == "event" for t in node.targets)
+    if not isinstance(node, ast.Call):
+        return False
+    called = _called(node)
+    if called == "setattr":
+        return len(node.args) > 1 and _is_event(node.args[1])
+    if called in RECORD_MAKERS:
+        return any(_holds_event(argument) for argument in node.args)
+    return any(keyword.arg == "extra" for keyword in node.keywords)
+
+
+def _called(node: ast.Call) -> str | None:
+    function = node.func
+    if isinstance(function, ast.Attribute):
+        return function.attr
+    return function.id if isinstance(function, ast.Name) else None
+
+
+def _holds_event(node: ast.AST) -> bool:
+    return isinstance(node, ast.Dict) and any(_is_event(key) for key in node.keys if key)
+
+
+def _is_event(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "event"
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _prefixed(node: ast.JoinedStr, texts: set[str]) -> bool:
+    """Whether an f-string starts like an event name (``f"job.{target}"``)."""
+    first = node.values[0] if node.values else None
+    if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+        return False
+    prefixes = {text.split(".")[0] + "." for text in texts}
+    return first.value in prefixes
