@@ -22,7 +22,7 @@ from rota.observe.events import Event, EventLog
 from rota.runtime.connect import DatabaseWait
 from rota.store.values import UnreadableRow
 from rota.testing import FakeClock
-from tests.helpers import eventually, sql_store
+from tests.helpers import eventually, sql_store, wait_until
 
 
 def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
@@ -244,6 +244,7 @@ def test_emit_refuses_a_name_that_is_not_an_event_name() -> None:
         events.emit("job.succeded", job_id=3)
     with pytest.raises(ConfigError):
         events.log(logging.getLogger("rota.test.names"), "db.gone", logging.WARNING, "gone")
+    wait_until(lambda: len(heard) == 2)  # hooks run on their own threads
     assert [(event.name, event.job_id) for event in heard] == [
         ("job.succeeded", 1),
         ("job.succeeded", 2),
@@ -260,6 +261,7 @@ def test_pausing_and_resuming_jobs_and_queues_reach_hooks(lite: Rota) -> None:
     assert lite.pause(job_id) and lite.resume(job_id)
     assert lite.pause_queue("mail") and lite.resume_queue("mail")
     assert not lite.resume(job_id), "nothing changed, nothing announced"
+    wait_until(lambda: len(heard) >= 4)
     assert [(event.name, event.fields) for event in heard] == [
         ("job.paused", {"job_id": job_id}),
         ("job.resumed", {"job_id": job_id}),
@@ -278,6 +280,7 @@ def test_a_manual_retry_is_announced_once_it_applied(lite: Rota) -> None:
     failed, waiting = lite.queue(broken), lite.queue(broken, delay=60)
     lite.drain()
     assert lite.retry(failed) and not lite.retry(waiting)
+    wait_until(lambda: len(heard) >= 1)
     (retried,) = heard
     assert (retried.job_id, retried.task, retried.attempt) == (failed, "broken", 1)
     assert lite.job(failed).state.value == "pending", "the hook may read what it names"
@@ -291,6 +294,7 @@ def test_worker_stopping_reaches_hooks_when_a_stop_begins(lite: Rota) -> None:
             await asyncio.sleep(0)
 
     asyncio.run(asyncio.wait_for(scenario(), 20))
+    wait_until(lambda: len(heard) >= 3)
     assert [event.name for event in heard] == [
         "worker.started",
         "worker.stopping",
@@ -310,6 +314,7 @@ def test_what_the_store_meets_reaches_hooks_with_its_own_record(
 
     assert sql_store(lite).database.readable([row]) == []
 
+    wait_until(lambda: len(heard) >= 1)
     (event,) = heard
     assert event.fields == {"kind": "worker", "key": "w1"}
     (record,) = records(caplog, "row.unreadable")
@@ -342,6 +347,7 @@ def test_an_operational_event_is_a_sentence_on_its_modules_logger_and_reaches_ho
 
     with caplog.at_level(logging.INFO, logger="rota"):
         assert DatabaseWait("test database", None, events).retry(attempt, NoWait()) == "connected"
+    wait_until(lambda: len(heard) == 3)  # hooks run on their own threads, in order
     assert [(event.name, event.fields) for event in heard] == [
         ("db.unavailable", {"attempt": 1}),
         ("db.unavailable", {"attempt": 2}),

@@ -161,6 +161,22 @@ class HookRunner:
                 with self._lock:
                     if lane.thread is me:
                         lane.running = None
+                lane.calls.task_done()
+
+    async def settle(self) -> None:
+        """Wait until the hooks called so far have run, up to the timeout: the async ones of
+        this event loop, then every lane (``drain`` returns once its events were heard)."""
+        pending = [task for task in self._pending if task.get_loop() is asyncio.get_running_loop()]
+        if pending:
+            await asyncio.wait(pending, timeout=self.timeout)
+        await asyncio.to_thread(self._settle_lanes, time.monotonic() + self.timeout)
+
+    def _settle_lanes(self, deadline: float) -> None:
+        for lane in self._lanes:
+            calls = lane.calls
+            with calls.all_tasks_done:
+                while calls.unfinished_tasks and time.monotonic() < deadline:
+                    calls.all_tasks_done.wait(deadline - time.monotonic())
 
     def _watch(self) -> None:
         while True:

@@ -183,7 +183,8 @@ class Worker:
         """Run every due job, as a started worker would, until none is due and none runs.
 
         Jobs whose lease expired by the clock's ``now`` are rescued first.  Leases are renewed
-        while jobs run, so a long drained job is never taken over by another worker.  A retry
+        while jobs run, so a long drained job is never taken over by another worker.  It returns
+        once the hooks of what it announced have run (each within ``hook_timeout``).  A retry
         whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
         """
         self._draining = True
@@ -204,6 +205,7 @@ class Worker:
                     break
         finally:
             await asyncio.to_thread(self.leases.stop)
+        await self.events.runner.settle()
         outcomes = self.reports.outcomes
         return DrainResult(
             succeeded=outcomes[JobState.SUCCEEDED],
