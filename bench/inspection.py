@@ -39,7 +39,7 @@ from rota import Rota
 from rota.cli.check import Report, examine
 from rota.core.model import FINISHED_WINDOW, FOLD_LAG
 from rota.dashboard.views import overview
-from rota.runtime.maintenance import Retention
+from rota.runtime.retention import Retention
 from rota.store.sql import SqlStore
 
 JOBS, SCHEDULES, TICKS, CHUNK = 5_000_000, 20, 1_000, 500_000

@@ -13,10 +13,11 @@ from datetime import timedelta
 from sqlalchemy.engine import make_url
 
 from rota import Rota
-from rota.runtime.executor import Executor
-from rota.runtime.scheduler import fire_due
-from rota.runtime.settings import WorkerSettings
+from rota.runtime.host.process import scheduler_settings
 from rota.runtime.worker import Worker, WorkerContext
+from rota.runtime.worker.executor import Executor
+from rota.runtime.worker.scheduler import fire_due
+from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
 from rota.store.sql import SqlStore
 from rota.testing import FakeClock
@@ -110,7 +111,7 @@ def fire_in_lockstep(
                 fire_due(
                     instance.store.schedules,
                     instance.registry,
-                    instance._life.scheduler_settings(),
+                    scheduler_settings(instance.config),
                     instance.events,
                     instance.clock.now(),
                 )
@@ -131,8 +132,8 @@ def hand_built(
 ) -> Worker:
     """A worker of ``rota``'s process built by hand (a test's own executor, settings or store),
     wired as ``Rota.start()`` wires one; its database calls run in threads."""
-    life = rota._life
+    announcer = rota._host.announcer
     context = WorkerContext(
-        store or rota.store, executor, settings, rota.events, life.announcer, asyncio.to_thread
+        store or rota.store, executor, settings, rota.events, announcer, asyncio.to_thread
     )
     return Worker(context)

@@ -19,7 +19,7 @@ from rota import EventName, JobContext, Rota, TaskDefinition
 from rota.core.transitions import lease_until
 from rota.errors import ConfigError, TransientStoreError
 from rota.observe.events import Event, EventLog
-from rota.runtime.connect import DatabaseWait
+from rota.runtime.services.readiness import DatabaseWait
 from rota.store.values import UnreadableRow
 from rota.testing import FakeClock
 from tests.helpers import eventually, sql_store, wait_until

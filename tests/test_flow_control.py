@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from rota import ConfigError, InvalidArguments, JobContext, JobState, Rota, TaskDefinition
 from rota.core.limits import KEY_LENGTH, Candidate, FlowLimits, Rate, admit, parse_rate, stored_key
-from rota.runtime.maintenance import Retention, prune_if_leased
+from rota.runtime.retention import Retention, prune_if_leased
 from rota.testing import FakeClock
 from tests.conftest import START
 from tests.helpers import sql_store

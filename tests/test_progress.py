@@ -33,7 +33,7 @@ from rota.core.clock import SystemClock
 from rota.core.model import ProgressReport
 from rota.dashboard import create_app
 from rota.display import progress as shown_progress
-from rota.runtime.progress import ProgressBoard
+from rota.runtime.worker.progress import ProgressBoard
 from rota.testing import FakeClock
 from tests.apps import progress_app
 from tests.conftest import Database

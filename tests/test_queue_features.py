@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from rota import Enqueue, JobContext, Rota, TaskDefinition
 from rota.cli import main
-from rota.runtime.maintenance import Retention, prune_if_leased
+from rota.runtime.retention import Retention, prune_if_leased
 from rota.testing import FakeClock
 from tests.conftest import START, Database
 from tests.helpers import eventually

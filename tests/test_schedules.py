@@ -107,7 +107,7 @@ def test_three_instances_enqueue_exactly_one_job_per_tick(
         @instance.task(name="every_minute", cron="* * * * *")
         def every_minute(ctx: JobContext) -> None: ...
 
-        instance._life.ensure_ready()
+        instance._readiness.ensure_ready()
         instance._schedules.sync_code()
     fire_in_lockstep(instances, clock, 1000, MINUTE)
     ticks = [tick for _, tick in scheduled_jobs(instances[0])]

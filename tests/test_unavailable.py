@@ -88,12 +88,12 @@ def test_start_cancelled_while_waiting_ends_the_wait_at_once(
 ) -> None:
     """``rota worker`` stopped by a signal while its database is down: the thread that waits
     must not sleep out its pause (here 60 s), which the event loop's shutdown would wait for."""
-    monkeypatch.setattr("rota.runtime.connect.FIRST_DELAY", 60.0)
-    monkeypatch.setattr("rota.runtime.connect.MAX_DELAY", 60.0)
+    monkeypatch.setattr("rota.runtime.services.readiness.FIRST_DELAY", 60.0)
+    monkeypatch.setattr("rota.runtime.services.readiness.MAX_DELAY", 60.0)
     rota = Rota(f"mysql://app@127.0.0.1:{closed_port()}/orders")
 
     async def start_then_cancel() -> None:
-        starting = asyncio.create_task(rota._life.start(None))
+        starting = asyncio.create_task(rota._host.start(None))
         await eventually(
             lambda: [r for r in caplog.records if getattr(r, "event", None) == "db.unavailable"]
         )

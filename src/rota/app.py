@@ -24,14 +24,21 @@ from rota.core.schedules import Schedule, ScheduleChange
 from rota.enqueue import Enqueue
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
-from rota.runtime import actors, control, results
-from rota.runtime.control import Control
-from rota.runtime.enqueuing import Enqueuing
-from rota.runtime.lifecycle import Lifecycle, Served
-from rota.runtime.parts import Parts
-from rota.runtime.schedules import ScheduleControl
-from rota.status import Inspection
+from rota.runtime.announcer import Announcer
+from rota.runtime.common import Common
+from rota.runtime.host.drain import drain
+from rota.runtime.host.process import Host, Served, retention
+from rota.runtime.host.signals import run_until_signalled
+from rota.runtime.host.wakeups import ProcessGate, Wakeups
+from rota.runtime.services import actors, control, results
+from rota.runtime.services.control import Control
+from rota.runtime.services.queueing import Enqueuing
+from rota.runtime.services.readiness import Readiness
+from rota.runtime.services.results import Completions
+from rota.runtime.services.schedules import ScheduleControl
+from rota.runtime.services.status import Inspection
 from rota.store import CallerConnection, Store, open_store
+from rota.store.urls import describe_url
 from rota.tasks import Handler, TaskDefinition, TaskOptions, TaskRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,8 +52,6 @@ class Rota:
     ... def send_email(ctx, to: str) -> None: ...
     >>> job_id = rota.queue(send_email, "a@example.com", delay=30)
     """
-
-    _schedules: ScheduleControl
 
     def __init__(
         self,
@@ -69,16 +74,23 @@ class Rota:
             self.config.url, self.config.table_prefix, self.config.connection, self.events.log
         )
         self.registry = TaskRegistry()
-        parts = Parts(self.store, self.registry, self.clock, self.events)
+        common = Common(self.store, self.registry, self.clock, self.events)
         payload_bytes = self.config.max_payload_bytes
-        self._life = life = Lifecycle(
-            parts, self.config, self.telemetry, lambda: self._schedules.sync_code()
+        self._readiness = Readiness(
+            self.store, self.config, self.clock, self.events, describe_url(self.config.url)
         )
-        self._enqueuing = Enqueuing(parts, self.telemetry, payload_bytes, life)
-        self._schedules = ScheduleControl(parts, payload_bytes, self._enqueuing.target, life)
+        wakeups = Wakeups()
+        gate = ProcessGate(self._readiness, wakeups)
+        self._completions = Completions()
+        announcer = Announcer(self.events, self.telemetry, self._completions)
+        self._enqueuing = Enqueuing(common, self.telemetry, payload_bytes, gate)
+        self._schedules = ScheduleControl(common, payload_bytes, self._enqueuing.target, gate)
         queues = tuple(self.config.queues or {})
-        self._control = Control(parts, self._schedules, queues, life, life.announcer)
-        self._inspection = Inspection(self.store, self.clock, life)
+        self._control = Control(common, self._schedules, queues, gate, announcer)
+        self._inspection = Inspection(self.store, self.clock, gate)
+        self._host = Host(
+            common, self.config, self._readiness, wakeups, announcer, self._schedules.sync_code
+        )
 
     @property
     def config(self) -> RotaConfig:
@@ -239,8 +251,8 @@ class Rota:
     async def aresult(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
         """``result`` for async code."""
         job_id = control.job_id(job_id)
-        await asyncio.to_thread(self._life.ensure_ready)
-        completions, poll = self._life.completions, self.config.poll_interval
+        await asyncio.to_thread(self._readiness.ensure_ready)
+        completions, poll = self._completions, self.config.poll_interval
         store = self.store
         return await results.wait(
             store.job_state, store.job, self.clock, completions, poll, job_id, timeout
@@ -257,7 +269,7 @@ class Rota:
 
     def prune(self) -> int:
         """Delete finished jobs older than their retention now, in small batches; the count."""
-        return self._control.prune(self._life.retention())
+        return self._control.prune(retention(self.config))
 
     def jobs(self, limit: int | None = None) -> list[JobStatus]:
         """A status per schedule (disabled ones aside), then per pending, paused or running
@@ -272,11 +284,11 @@ class Rota:
     async def start(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;
         ``queues`` and ``concurrency`` narrow this process's worker (``rota worker --queues``)."""
-        await self._life.start(self.config.connect_timeout, Served(tuple(queues), concurrency))
+        await self._host.start(self.config.connect_timeout, Served(tuple(queues), concurrency))
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
-        await self._life.stop(grace)
+        await self._host.stop(grace)
 
     async def __aenter__(self) -> Rota:
         await self.start()
@@ -294,7 +306,7 @@ class Rota:
     ) -> None:
         """Run the worker until SIGINT or SIGTERM, then stop gracefully (as ``start``); a second
         signal interrupts the running jobs at once instead of waiting out ``grace``."""
-        asyncio.run(self._life.run_until_signalled(grace, Served(tuple(queues), concurrency)))
+        asyncio.run(run_until_signalled(self._host, grace, Served(tuple(queues), concurrency)))
 
     def drain(self, queue: str | None = None) -> DrainResult:
         """Run every due job in this process until none is left; for tests and scripts."""
@@ -302,7 +314,7 @@ class Rota:
 
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
-        return await self._life.drain(queue)
+        return await drain(self._host, queue)
 
 
 def on_time_line(clock: Clock | None) -> Clock:

@@ -7,7 +7,7 @@ import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from rota.core import limits as limits_
 from rota.core import values
@@ -16,12 +16,17 @@ from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
-from rota.runtime import isolation as isolation_
 
 MAX_SHAPES = 64
 """Argument shapes a task remembers the answer for; past them it binds each time."""
 
 Handler = Callable[..., Any]
+
+
+Isolation = Literal["thread", "process"]
+"""Where a sync handler's attempt runs: a thread of the worker, or a child process of its own
+(``rota.runtime.worker.isolation`` says what crosses to the child)."""
+ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,10 @@ class TaskDefinition:
     unique: bool = False
     """Derive a unique key from the arguments: an identical job already waiting or running
     is returned instead of a second one."""
-    isolation: isolation_.Isolation = "thread"
+    isolation: Isolation = "thread"
     """``"process"``: run each attempt of a sync handler in a child process, which a timeout,
     a cancel or a shutdown really stops, and whose crash fails only that attempt
-    (``rota.runtime.isolation`` says what crosses to the child)."""
+    (``rota.runtime.worker.isolation`` says what crosses to the child)."""
     concurrency_limit: int | None = None
     """At most this many jobs of the task with the same ``concurrency_key`` run at once,
     across every worker (``rota.core.limits``)."""
@@ -109,7 +114,7 @@ class TaskDefinition:
         object.__setattr__(self, "signature", signature)
         object.__setattr__(self, "takes_context", bool(signature.parameters))
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
-        isolation_.check(self.name, self.handler, self.isolation, self.is_async)
+        check_isolation(self.name, self.handler, self.isolation, self.is_async)
         flow = limits_.flow_limits(
             self.name,
             signature,
@@ -189,7 +194,7 @@ class TaskOptions(TypedDict, total=False):
     queue: str
     priority: int
     unique: bool
-    isolation: isolation_.Isolation
+    isolation: Isolation
     concurrency_limit: int | None
     concurrency_key: limits_.KeySource | None
     rate_limit: str | None
@@ -237,3 +242,26 @@ class TaskRegistry:
 
     def __iter__(self) -> Iterator[TaskDefinition]:
         return iter(self._tasks.values())
+
+
+def check_isolation(task: str, handler: Any, isolation: object, is_async: bool) -> None:
+    """Refuse, when a task is defined, an isolation a child process could not carry out."""
+    if isolation not in ISOLATIONS:
+        raise ConfigError(
+            f"task {task!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
+        )
+    if isolation == "thread":
+        return
+    if is_async:
+        raise ConfigError(
+            f"task {task!r}: isolation='process' runs sync handlers only; an async handler is "
+            "cancelled on the worker's event loop"
+        )
+    module = getattr(handler, "__module__", None)
+    qualname = getattr(handler, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        raise ConfigError(
+            f"task {task!r}: isolation='process' needs a handler a child process can import by "
+            f"name (a module-level function), not {handler!r}: closures, lambdas and functions "
+            "defined inside functions do not cross to a child process"
+        )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from rota.runtime.supervisor import LIFELINE_ENV
+from rota.runtime.host.supervisor import LIFELINE_ENV
 from tests.apps.environment import marks_file, rota_from_environment
 
 if LIFELINE_ENV in os.environ or "ROTA_TEST_SLOW_IMPORT" in os.environ:

@@ -91,7 +91,7 @@ def test_worker_stopped_while_importing_the_app_exits_0(
 SUPERVISED = textwrap.dedent(
     """
     import logging, sys
-    from rota.runtime.supervisor import supervise
+    from rota.runtime.host.supervisor import supervise
     logging.basicConfig(level=logging.INFO)
     sys.exit(supervise([sys.executable, "-c", sys.argv[1]], 2, grace=1, poll=0.05))
     """

@@ -600,7 +600,7 @@ def test_names_every_backend_cannot_keep_exactly_are_refused(
     @rota.task
     def invoice(ctx: JobContext, value: str) -> None: ...
 
-    rota._life.ensure_ready()
+    rota._readiness.ensure_ready()
     with pytest.raises(ConfigError):
         rota.define_task(TaskDefinition(name=name, handler=lambda: None))
     with pytest.raises(ConfigError):

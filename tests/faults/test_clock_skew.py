@@ -48,7 +48,7 @@ def test_skewed_instances_enqueue_one_job_per_tick(
         @instance.task(name="every_minute", cron="* * * * *")
         def every_minute(ctx: JobContext) -> None: ...
 
-        instance._life.ensure_ready()
+        instance._readiness.ensure_ready()
         instance._schedules.sync_code()
     with caplog.at_level(logging.INFO, logger="rota"):
         fire_in_lockstep(instances, clock, STEPS, STEP)

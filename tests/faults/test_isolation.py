@@ -23,7 +23,7 @@ import pytest
 from rota import ConfigError, JobContext, JobState, Rota
 from rota.core.clock import SystemClock
 from rota.errors import InvalidResult
-from rota.runtime import isolation
+from rota.runtime.worker import isolation
 from tests.apps import isolated_app
 from tests.helpers import eventually
 

@@ -119,7 +119,7 @@ def app(mariadb_drivers: Database, clock: FakeClock) -> Iterator[Rota]:
     def every_minute(ctx: JobContext) -> None:
         """A schedule whose tick insert can be made to fail."""
 
-    rota._life.ensure_ready()
+    rota._readiness.ensure_ready()
     yield rota
     sql_store(rota).engine.dispose()
 

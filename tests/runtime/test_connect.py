@@ -14,7 +14,7 @@ import pytest
 
 from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError
 from rota.observe.events import EventLog
-from rota.runtime.connect import DatabaseWait
+from rota.runtime.services.readiness import DatabaseWait
 
 
 class RecordedPauses(threading.Event):

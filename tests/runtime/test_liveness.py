@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from rota import Rota
 from rota.core.model import WorkerInfo
-from rota.runtime.maintenance import Retention, prune_if_leased
+from rota.runtime.retention import Retention, prune_if_leased
 from tests.conftest import START
 
 EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)

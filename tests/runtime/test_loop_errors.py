@@ -22,10 +22,10 @@ from sqlalchemy import update
 
 from rota import JobContext, JobState, Rota
 from rota.observe.events import EventLog
-from rota.runtime.executor import Executor
-from rota.runtime.scheduler import Scheduler, SchedulerSettings
-from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.worker import Worker
+from rota.runtime.worker.executor import Executor
+from rota.runtime.worker.scheduler import Scheduler, SchedulerSettings
+from rota.runtime.worker.settings import Pool, WorkerSettings
 from rota.store.base import Store
 from rota.testing import VirtualClock
 from tests.conftest import Database
@@ -170,7 +170,7 @@ class Failing:
 def virtual(tmp_path: Path) -> Iterator[tuple[Rota, VirtualClock, ThreadPoolExecutor]]:
     clock = VirtualClock(START)
     rota = Rota(f"sqlite:///{tmp_path}/rota.db", clock=clock, poll_interval=1.0)
-    rota._life.ensure_ready()
+    rota._readiness.ensure_ready()
     threads = ThreadPoolExecutor(4)
     yield rota, clock, threads
     threads.shutdown(wait=True)

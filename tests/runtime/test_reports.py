@@ -24,11 +24,11 @@ from rota.core.transitions import Outcome, OutcomeKind, Transition
 from rota.errors import TransientStoreError
 from rota.observe.events import EventLog
 from rota.runtime.announcer import Announcer
-from rota.runtime.executor import Attempt
-from rota.runtime.leases import Holdings
-from rota.runtime.reports import Reports
-from rota.runtime.results import Completions
+from rota.runtime.services.results import Completions
 from rota.runtime.timer import Timer
+from rota.runtime.worker.completer import Reports
+from rota.runtime.worker.executor import Attempt
+from rota.runtime.worker.leases import Holdings
 from rota.store.base import StatementTooLarge, Store
 from rota.store.values import Applied
 from rota.testing import FakeClock

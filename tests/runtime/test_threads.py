@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from rota.runtime.threads import HandlerThreads
+from rota.runtime.worker.threads import HandlerThreads
 
 
 def test_every_submitted_handler_starts_while_the_others_still_run() -> None:

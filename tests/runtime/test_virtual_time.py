@@ -23,10 +23,10 @@ from rota.core.model import Job
 from rota.core.transitions import lease_until
 from rota.errors import ErrorCode
 from rota.observe.events import EventLog
-from rota.runtime.executor import Executor
-from rota.runtime.scheduler import Scheduler, SchedulerSettings
-from rota.runtime.settings import Pool, WorkerSettings
 from rota.runtime.worker import Worker
+from rota.runtime.worker.executor import Executor
+from rota.runtime.worker.scheduler import Scheduler, SchedulerSettings
+from rota.runtime.worker.settings import Pool, WorkerSettings
 from rota.testing import VirtualClock
 from tests.helpers import eventually, hand_built
 
@@ -60,7 +60,7 @@ class Parts:
 def parts(tmp_path: Path) -> Iterator[Parts]:
     clock = VirtualClock(START)
     rota = Rota(f"sqlite:///{tmp_path}/rota.db", clock=clock, poll_interval=1.0)
-    rota._life.ensure_ready()
+    rota._readiness.ensure_ready()
     threads = ThreadPoolExecutor(4)
     yield Parts(rota, clock, threads)
     threads.shutdown(wait=True)

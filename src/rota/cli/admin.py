@@ -19,8 +19,8 @@ from rota.core.events import EventName
 from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.observe.logs import configure_logging, formatter, held
-from rota.runtime.maintenance import Retention, prune_finished
-from rota.runtime.supervisor import supervise, watch_supervisor
+from rota.runtime.host.supervisor import supervise, watch_supervisor
+from rota.runtime.retention import Retention, prune_finished
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub

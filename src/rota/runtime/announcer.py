@@ -14,16 +14,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rota.core.events import EventName
 from rota.core.model import Job, JobRef, JobState
 from rota.core.transitions import Outcome, OutcomeKind, Transition
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
-from rota.runtime.executor import Attempt
-from rota.runtime.results import Completions
+from rota.runtime.services.results import Completions
 from rota.store.values import Applied, Cascaded
+
+if TYPE_CHECKING:  # a worker's attempts are announced here; the worker uses this module
+    from rota.runtime.worker.executor import Attempt
 
 logger = logging.getLogger("rota.worker")
 

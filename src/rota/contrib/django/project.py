@@ -126,7 +126,7 @@ class DjangoRota(Rota):
         server prepares the Rota before its first request (``dashboard.WithDashboard`` does,
         at the ASGI lifespan's start-up)."""
         self._build()
-        self._life.ensure_ready()
+        self._readiness.ensure_ready()
 
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
         with self._building:  # never into the registry a build is replacing

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from rota.observe.events import EventLog
-from rota.runtime.backoff import LoopBackoff
+from rota.runtime.worker.backoff import LoopBackoff
 from rota.store.base import NewJobSignal, Store
 
 WAIT = 5.0

@@ -1,12 +1,14 @@
-"""Waiting for the database at start-up and in the calls.
+"""Readiness: the database reached (and migrated) before a call's first read or write, waited
+for while it is unreachable, and this process's clock kept on the server's time line.
 
 A worker started before its database (a deploy, a failover, a host reboot) should come up on
 its own once the database answers; a caller that gave a deadline gets ``DATABASE_UNAVAILABLE``
-when it passes instead.
+when it passes instead.  A refusal (wrong password, missing schema) is raised at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -14,15 +16,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from rota.config import RotaConfig
 from rota.core.backoff import doubling
+from rota.core.clock import Clock
 from rota.core.events import EventName
 from rota.errors import DatabaseUnavailable, StoreError, TransientStoreError, unchained
 from rota.observe.events import EventLog
+from rota.runtime.timeline import TimeLine
+from rota.store.base import Store
 
 T = TypeVar("T")
 logger = logging.getLogger("rota")
 FIRST_DELAY = 0.2
 MAX_DELAY = 10.0
+CONNECT_READINGS = 3
 
 
 @dataclass
@@ -87,3 +94,52 @@ class DatabaseWait:
                 time.monotonic() - self.started,
                 attempts=self.failures + 1,
             )
+
+
+class Readiness:
+    def __init__(
+        self, store: Store, config: RotaConfig, clock: Clock, events: EventLog, where: str
+    ) -> None:
+        """``where`` describes the database in messages, without its password."""
+        self.store = store
+        self.config = config
+        self.events = events
+        self.where = where
+        self.timeline = TimeLine(store, clock, events)
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def ensure_ready(self) -> None:
+        """Connect, retrying while unreachable until ``connect_timeout``; migrate if enabled;
+        keep the clock on the server's time line (``runtime.timeline``)."""
+        if not self._ready:
+            self.wait(self.config.connect_timeout, self.connect_once)
+        elif self.timeline.stale():
+            self._measure()
+
+    def wait(
+        self,
+        timeout: float | None,
+        attempt: Callable[[], T],
+        stop: threading.Event | None = None,
+    ) -> T:
+        """``attempt`` retried while the database is unreachable (``DatabaseWait``)."""
+        return DatabaseWait(self.where, timeout, self.events).retry(attempt, stop)
+
+    def connect_once(self) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            logger.debug("connected to %s", self.store.connect())
+            if self.config.auto_migrate:
+                self.store.migrate()
+            else:
+                self.store.require_schema()
+            self._measure()
+            self._ready = True
+
+    def _measure(self) -> None:
+        """Anchor the clock to the server's, from the best of a few readings (the first
+        statements on a new connection can be slow); a failed reading keeps the last one."""
+        with contextlib.suppress(StoreError):
+            self.timeline.measure(readings=CONNECT_READINGS)

@@ -40,10 +40,11 @@ from rota.errors import (
 )
 from rota.observe.events import EventLog
 from rota.outcomes import Fail, Retry, Snooze
-from rota.runtime import isolation, results
-from rota.runtime.progress import ProgressBoard
-from rota.runtime.threads import Threads
+from rota.runtime.services import results
 from rota.runtime.timer import Timer
+from rota.runtime.worker import isolation
+from rota.runtime.worker.progress import ProgressBoard
+from rota.runtime.worker.threads import Threads
 from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000

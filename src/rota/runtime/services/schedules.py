@@ -30,9 +30,9 @@ from rota.core.schedules import (
 )
 from rota.enqueue import Target
 from rota.errors import ConfigError, InvalidArguments, ScheduleConflict, ScheduleNotFound
-from rota.runtime import actors
-from rota.runtime.parts import Gate, Parts
-from rota.runtime.scheduler import schedule_job
+from rota.runtime.common import Common, Gate
+from rota.runtime.services import actors
+from rota.runtime.worker.scheduler import schedule_job
 from rota.store.base import ScheduleStore
 from rota.tasks import Handler, TaskDefinition
 
@@ -104,12 +104,12 @@ def sync_code_schedules(
 class ScheduleControl:
     def __init__(
         self,
-        parts: Parts,
+        common: Common,
         max_payload_bytes: int,
         resolve: Callable[[str | Handler], Target],
         gate: Gate,
     ) -> None:
-        self.store, self.registry, self.clock, self.events = parts
+        self.store, self.registry, self.clock, self.events = common
         self.max_payload_bytes = max_payload_bytes
         self.resolve = resolve
         self.gate = gate

@@ -27,11 +27,11 @@ from rota.core.events import EventName
 from rota.core.model import ProgressReport
 from rota.core.transitions import lease_until
 from rota.observe.events import EventLog
-from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import Interrupt
-from rota.runtime.progress import ProgressBoard
 from rota.runtime.timeline import TimeLine
 from rota.runtime.timer import Timer
+from rota.runtime.worker.backoff import LoopBackoff
+from rota.runtime.worker.executor import Interrupt
+from rota.runtime.worker.progress import ProgressBoard
 from rota.store.base import Store
 
 BLOCKED_LOOP = 1.0

@@ -1,7 +1,4 @@
-"""Housekeeping any worker may do: rescue jobs of dead workers; prune old finished jobs.
-
-A job whose lease expired goes back to ``pending`` (or ends when out of attempts) by whoever
-sees it first; the compare-and-set in the store makes a second rescuer change nothing.
+"""Retention: how long finished jobs are kept, and their pruning.
 
 Only the holder of the short ``prune`` lease prunes, so replicas take turns instead of
 deleting side by side; each batch is its own short transaction, so no lock is held for long.
@@ -14,10 +11,6 @@ from datetime import datetime, timedelta
 
 from rota.config import RotaConfig
 from rota.core.model import FOLD_LAG, JobState
-from rota.core.transitions import rescue
-from rota.runtime.alerts import TickAlerts
-from rota.runtime.announcer import Announcer
-from rota.runtime.executor import Executor
 from rota.store.base import Store
 
 PRUNE_LEASE = "prune"
@@ -71,28 +64,3 @@ def prune_if_leased(
     store.prune_workers(now - retention.workers)
     store.prune_limits(now - retention.limits, retention.batch)
     return prune_finished(store, retention, now)
-
-
-def rescue_expired(
-    store: Store,
-    executor: Executor,
-    announcer: Announcer,
-    now: datetime,
-    batch: int,
-    alerts: TickAlerts | None = None,
-) -> int:
-    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts);
-    announce, and count for ``alerts``, those the rescue applied (another rescuer may win some);
-    how many."""
-    expired = store.expired_leases(now, batch)
-    if not expired:
-        return 0
-    transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
-    applied = store.rescue(transitions, now)
-    pairs = list(zip(expired, transitions, strict=True))
-    announcer.rescued(pairs, applied)
-    if alerts is not None:
-        ticks = alerts.ticks(pair for pair in pairs if pair[1].job_id in applied.job_ids)
-        if ticks:
-            alerts.record(ticks)
-    return len(applied)

@@ -28,17 +28,17 @@ from rota.core.model import DrainResult, Job, JobState
 from rota.core.transitions import lease_until
 from rota.errors import StoreError
 from rota.observe.events import EventLog
-from rota.runtime.alerts import TickAlerts
 from rota.runtime.announcer import Announcer
-from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import Attempt, Executor, Interrupt
-from rota.runtime.leases import Holdings, LeaseKeeper
-from rota.runtime.listener import JobListener
-from rota.runtime.lookout import Lookout
-from rota.runtime.reports import Reports
-from rota.runtime.settings import WorkerSettings
 from rota.runtime.timeline import TimeLine
-from rota.runtime.upkeep import Upkeep
+from rota.runtime.worker.alerts import TickAlerts
+from rota.runtime.worker.backoff import LoopBackoff
+from rota.runtime.worker.completer import Reports
+from rota.runtime.worker.executor import Attempt, Executor, Interrupt
+from rota.runtime.worker.housekeeping import Upkeep
+from rota.runtime.worker.leases import Holdings, LeaseKeeper
+from rota.runtime.worker.listener import JobListener
+from rota.runtime.worker.outlook import Lookout
+from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
 from rota.store.values import Outlook
 

@@ -23,10 +23,10 @@ from rota.core.planner import plan
 from rota.core.schedules import Schedule
 from rota.errors import RotaError
 from rota.observe.events import EventLog
-from rota.runtime import actors
-from rota.runtime.backoff import LoopBackoff
-from rota.runtime.lookout import Lookout
+from rota.runtime.services import actors
 from rota.runtime.timer import Timer
+from rota.runtime.worker.backoff import LoopBackoff
+from rota.runtime.worker.outlook import Lookout
 from rota.store.base import ScheduleStore
 from rota.store.values import Outlook
 from rota.tasks import TaskRegistry

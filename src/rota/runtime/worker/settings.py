@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rota.core.model import WorkerInfo
-from rota.runtime.maintenance import Retention
+from rota.runtime.retention import Retention
 from rota.tasks import TaskRegistry
 
 

@@ -19,21 +19,21 @@ from rota.core.schedules import ScheduleState
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
 from rota.runtime.announcer import Announcer
-from rota.runtime.maintenance import Retention, prune_finished
-from rota.runtime.parts import Gate, Parts
-from rota.runtime.schedules import ScheduleControl
+from rota.runtime.common import Common, Gate
+from rota.runtime.retention import Retention, prune_finished
+from rota.runtime.services.schedules import ScheduleControl
 
 
 class Control:
     def __init__(
         self,
-        parts: Parts,
+        common: Common,
         schedules: ScheduleControl,
         configured_queues: Sequence[str],
         gate: Gate,
         announcer: Announcer,
     ) -> None:
-        self.store, self.registry, self.clock, self.events = parts
+        self.store, self.registry, self.clock, self.events = common
         self.schedules = schedules
         self.configured_queues = tuple(configured_queues)
         self.gate = gate

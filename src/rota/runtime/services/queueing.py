@@ -10,16 +10,16 @@ from contextlib import nullcontext
 from rota.core.model import WorkerInfo
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
 from rota.observe.otel import Telemetry
-from rota.runtime.parts import Gate, Parts
+from rota.runtime.common import Common, Gate
 from rota.store.base import CallerConnection
 from rota.tasks import Handler
 
 
 class Enqueuing:
     def __init__(
-        self, parts: Parts, telemetry: Telemetry | None, max_payload_bytes: int, gate: Gate
+        self, common: Common, telemetry: Telemetry | None, max_payload_bytes: int, gate: Gate
     ) -> None:
-        self.store, self.registry, self.clock, self.events = parts
+        self.store, self.registry, self.clock, self.events = common
         self.telemetry = telemetry
         self.max_payload_bytes = max_payload_bytes
         self.gate = gate

@@ -34,13 +34,13 @@ from rota.core.events import EventName
 from rota.core.model import JobState
 from rota.core.transitions import Transition, unwritable
 from rota.errors import InvalidArguments, StoreError, TransientStoreError
-from rota.runtime.alerts import TickAlerts
 from rota.runtime.announcer import Announcer
-from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import Attempt
-from rota.runtime.leases import Holdings
-from rota.runtime.progress import ProgressBoard
 from rota.runtime.timer import Timer
+from rota.runtime.worker.alerts import TickAlerts
+from rota.runtime.worker.backoff import LoopBackoff
+from rota.runtime.worker.executor import Attempt
+from rota.runtime.worker.leases import Holdings
+from rota.runtime.worker.progress import ProgressBoard
 from rota.store.base import StatementTooLarge, Store
 from rota.store.values import Applied
 

@@ -17,7 +17,7 @@ What crosses to the child, and back:
   delay or message, so they decide the attempt as in a thread;
 * a ``JobContext`` with the same ``job_id``, ``task``, ``queue``, ``attempt`` and
   ``scheduled_at``, and a logger of the same name; its ``progress`` values cross back over a
-  pipe of their own as they are reported (``rota.runtime.progress``).
+  pipe of their own as they are reported (``rota.runtime.worker.progress``).
 
 What does not cross: objects in the parent's memory (module state is the child's own, fresh
 from importing the module), logging configured in the parent (configure it again in the
@@ -51,16 +51,16 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rota.context import JobContext
 from rota.core.backoff import lineage
 from rota.core.events import EventName
 from rota.core.failures import message_of
-from rota.errors import ConfigError, ExecutionFailed, InvalidResult, RotaError
+from rota.errors import ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
-from rota.runtime import results
-from rota.runtime.progress import ProgressRelay, child_reporter
+from rota.runtime.services import results
+from rota.runtime.worker.progress import ProgressRelay, child_reporter
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     from rota.observe.events import EventLog
     from rota.tasks import TaskDefinition
 
-Isolation = Literal["thread", "process"]
-ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
 KILL_AFTER = 0.5
 """Seconds between SIGTERM and SIGKILL.  Real seconds, whatever the instance's clock: they
 bound how long a real process may take to die.  Under the worker's ``INTERRUPTED_SETTLE``, so
@@ -109,29 +107,6 @@ class ChildTraceback(Exception):
 
     def __str__(self) -> str:
         return "\n" + str(self.args[0]).rstrip("\n")
-
-
-def check(task: str, handler: Any, isolation: object, is_async: bool) -> None:
-    """Refuse, when a task is defined, an isolation a child process could not carry out."""
-    if isolation not in ISOLATIONS:
-        raise ConfigError(
-            f"task {task!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
-        )
-    if isolation == "thread":
-        return
-    if is_async:
-        raise ConfigError(
-            f"task {task!r}: isolation='process' runs sync handlers only; an async handler is "
-            "cancelled on the worker's event loop"
-        )
-    module = getattr(handler, "__module__", None)
-    qualname = getattr(handler, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
-        raise ConfigError(
-            f"task {task!r}: isolation='process' needs a handler a child process can import by "
-            f"name (a module-level function), not {handler!r}: closures, lambdas and functions "
-            "defined inside functions do not cross to a child process"
-        )
 
 
 async def run(

@@ -11,7 +11,7 @@ from rota.core.clock import Clock
 from rota.core.model import FINISHED_WINDOW, Counts, JobState, JobStatus
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import InvalidArguments
-from rota.runtime.parts import Gate
+from rota.runtime.common import Gate
 from rota.store.base import Store
 from rota.store.values import JobSummary
 

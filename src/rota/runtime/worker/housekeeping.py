@@ -1,6 +1,8 @@
-"""The worker's housekeeping loops: rescue and prune (leases are ``runtime.leases``').
+"""The worker's housekeeping loops: rescue and prune (leases are ``worker.leases``').
 
-*rescue* returns jobs of dead workers to ``pending`` and announces what it applied; *prune*
+*rescue* returns jobs of dead workers to ``pending`` (or ends them when out of attempts), by
+whoever sees them first (the store's compare-and-set makes a second rescuer change nothing),
+and announces what it applied; *prune*
 deletes old finished jobs while this worker holds the prune lease.  Each logs a database error,
 backs off and carries on; so does one meeting any other error, logged with its traceback.
 """
@@ -15,14 +17,14 @@ from typing import Any
 
 from rota.core.events import EventName
 from rota.core.model import Job
-from rota.core.transitions import lease_until
-from rota.runtime.alerts import TickAlerts
+from rota.core.transitions import lease_until, rescue
 from rota.runtime.announcer import Announcer
-from rota.runtime.backoff import LoopBackoff
-from rota.runtime.executor import Executor
-from rota.runtime.lookout import Lookout
-from rota.runtime.maintenance import Retention, prune_if_leased, rescue_expired
-from rota.runtime.settings import WorkerSettings
+from rota.runtime.retention import Retention, prune_if_leased
+from rota.runtime.worker.alerts import TickAlerts
+from rota.runtime.worker.backoff import LoopBackoff
+from rota.runtime.worker.executor import Executor
+from rota.runtime.worker.outlook import Lookout
+from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
 
 DbCall = Callable[..., Awaitable[Any]]
@@ -126,3 +128,28 @@ class Upkeep:
             except Exception as error:
                 delay = backoff.failed(error)
             await self.timer.sleep(delay)
+
+
+def rescue_expired(
+    store: Store,
+    executor: Executor,
+    announcer: Announcer,
+    now: datetime,
+    batch: int,
+    alerts: TickAlerts | None = None,
+) -> int:
+    """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts);
+    announce, and count for ``alerts``, those the rescue applied (another rescuer may win some);
+    how many."""
+    expired = store.expired_leases(now, batch)
+    if not expired:
+        return 0
+    transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
+    applied = store.rescue(transitions, now)
+    pairs = list(zip(expired, transitions, strict=True))
+    announcer.rescued(pairs, applied)
+    if alerts is not None:
+        ticks = alerts.ticks(pair for pair in pairs if pair[1].job_id in applied.job_ids)
+        if ticks:
+            alerts.record(ticks)
+    return len(applied)

@@ -1,0 +1,3 @@
+"""The process host: it starts and stops a process's worker and scheduler (``process``), runs
+them until a signal (``signals``), drains due jobs in the calling process (``drain``), and
+supervises several worker processes (``supervisor``)."""

@@ -1,0 +1,9 @@
+"""The worker, on its event loop: it claims due jobs (``worker``), runs them (``executor``,
+``isolation`` for a child process, ``threads`` for sync handlers, ``progress``), completes them
+in batches (``completer``), keeps their leases from a thread of its own (``leases``), rescues and
+prunes (``housekeeping``), fires cron ticks (``scheduler``), counts tick alerts (``alerts``),
+listens for new jobs (``listener``) and shares one outlook of the database (``outlook``)."""
+
+from rota.runtime.worker.worker import Worker, WorkerContext
+
+__all__ = ["Worker", "WorkerContext"]
