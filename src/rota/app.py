@@ -1,8 +1,9 @@
 """Rota: the façade an application holds.
 
-It registers tasks and hands every call to the part that does it: ``enqueue`` turns requests
-into rows, ``runtime.schedules`` defines and controls schedules, ``runtime.lifecycle`` reaches
-the database and runs the worker, and the ``Store`` protocol is the only door to the database.
+It registers tasks and hands every call to the part that does it: the services the application
+calls (``runtime.services``: readiness, queueing, control, schedules, results, status), the
+host of this process's worker (``runtime.host``), and the ``Store`` protocol, the only door to
+the database.  It builds them in order, each given what it needs, once.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ class Rota:
         return self._control.find(job_id)
 
     def result(self, job_id: int, timeout: float | timedelta | None = None) -> Any:
-        """The job's return value once it succeeded, waiting for it to end (``runtime.results``);
+        """The job's return value once it succeeded, waiting for it to end (``services.results``);
         ``JobFailed`` (its last error as ``.error``), ``JobCancelled``, ``ResultTimeout`` after
         ``timeout`` seconds, ``JobNotFound``."""
         results.outside_event_loop("rota.result()", "await rota.aresult()")

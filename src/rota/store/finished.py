@@ -5,7 +5,7 @@ A finished job never changes, except that a retry takes it back and the prune de
 their counts per state, queue and task are *folded*: ``tallies`` holds how many finished before
 ``tally_mark.folded_until`` (the mark), and the jobs that finished since are counted from the
 finished-jobs index, a range that grows with the jobs finished per hour, not with retention.
-The prune-lease holder moves the mark on before each prune (``runtime.maintenance``), an hour
+The prune-lease holder moves the mark on before each prune (``runtime.retention``), an hour
 of history per transaction, up to ``FOLD_LAG`` before now; a retry or a prune of a job
 finished before the mark takes it off its tally in its own transaction.
 

@@ -51,7 +51,7 @@ before that write is taken as refused."""
 logger = logging.getLogger("rota.worker")
 
 
-class Reports:
+class Completer:
     def __init__(
         self,
         worker_id: str,

@@ -31,7 +31,7 @@ DbCall = Callable[..., Awaitable[Any]]
 logger = logging.getLogger("rota.worker")
 
 
-class Upkeep:
+class Housekeeping:
     def __init__(
         self,
         worker_id: str,

@@ -2,10 +2,11 @@
 
 One execution path serves ``Rota.start()`` and ``Rota.drain()``: *claim* (adaptive polling,
 woken early by a freed slot or a local enqueue) launches jobs into per-pool slots, each attempt
-runs in the executor, which decides its transition, and the completer (``runtime.reports``)
+runs in the executor, which decides its transition, and the completer (``worker.completer``)
 writes finished attempts in one transaction per batch and then announces what applied.  The
-lease keeper (``runtime.leases``) renews the leases from a thread of its own and hands back the
-jobs to cancel or lost; the upkeep loops rescue and prune.  ``drain`` runs the same steps without
+lease keeper (``worker.leases``) renews the leases from a thread of its own and hands back the
+jobs to cancel or lost; the housekeeping loops rescue and prune; ``worker.slots`` holds what
+runs.  ``drain`` runs the same steps without
 registering or polling, ending once no due job is left and none is running.
 """
 
@@ -32,13 +33,14 @@ from rota.runtime.announcer import Announcer
 from rota.runtime.timeline import TimeLine
 from rota.runtime.worker.alerts import TickAlerts
 from rota.runtime.worker.backoff import LoopBackoff
-from rota.runtime.worker.completer import Reports
+from rota.runtime.worker.completer import Completer
 from rota.runtime.worker.executor import Attempt, Executor, Interrupt
-from rota.runtime.worker.housekeeping import Upkeep
+from rota.runtime.worker.housekeeping import Housekeeping
 from rota.runtime.worker.leases import Holdings, LeaseKeeper
 from rota.runtime.worker.listener import JobListener
 from rota.runtime.worker.outlook import Lookout
 from rota.runtime.worker.settings import WorkerSettings
+from rota.runtime.worker.slots import Running, Slots
 from rota.store.base import Store
 from rota.store.values import Outlook
 
@@ -46,16 +48,6 @@ INTERRUPTED_SETTLE = 1.0
 """Seconds an interrupted handler has, at the end of a stop's grace, to show it stopped."""
 RESCUE_BATCH = 1_000
 logger = logging.getLogger("rota.worker")
-
-
-@dataclass
-class Running:
-    job: Job
-    interrupt: asyncio.Future[Interrupt]
-    pool: int
-    task: asyncio.Task[None] | None = None
-    """Held so the event loop, which keeps only weak references to tasks, cannot drop it."""
-    span: Any = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +83,7 @@ class Worker:
         self.lookout = Lookout(self.clock, settings.poll_interval)
         self.listener = JobListener(store, self.notify, settings.max_backoff, self.events)
         self._nudged = False
-        self.upkeep = Upkeep(
+        self.housekeeping = Housekeeping(
             self.id, store, executor, self._db, settings, self.announcer, self.alerts, self.lookout
         )
         self.holdings = Holdings()
@@ -106,20 +98,15 @@ class Worker:
             executor.progress,
             self.events,
         )
-        self._running: dict[int, Running] = {}
-        self._waiting: dict[int, tuple[Job, int]] = {}
-        """Jobs claimed again while this process still runs their previous attempt (whose
-        lease ran out): each starts once that handler has stopped, never beside it."""
-        self._busy = [0] * len(settings.pools)
+        self.slots = Slots(settings.pools, self.timer)
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._settled = asyncio.Event()
         self._loops: list[asyncio.Task[None]] = []
         self._claim_loop: asyncio.Task[None] | None = None
         self.dead = asyncio.Event()
         """Set when the claim loop ended on its own: ``rota worker`` exits non-zero, restarted."""
         self._report_loop: asyncio.Task[None] | None = None
-        self.reports = Reports(
+        self.completer = Completer(
             self.id,
             store,
             self._db,
@@ -132,9 +119,7 @@ class Worker:
             executor.progress,
         )
         self._draining = False
-        self._abandon = asyncio.Event()
         self._abandoned: list[Job] = []
-        self._grace_over = False
 
     @property
     def tasks(self) -> list[str]:
@@ -170,8 +155,8 @@ class Worker:
         self.listener.start(asyncio.get_running_loop())
         self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
-        self._report_loop = asyncio.create_task(self.reports.writing(), name="rota-report")
-        upkeep, settings = self.upkeep, self.settings
+        self._report_loop = asyncio.create_task(self.completer.writing(), name="rota-report")
+        upkeep, settings = self.housekeeping, self.settings
         rescuing = upkeep.rescuing(settings.poll_interval, settings.rescue_batch, self._wake.set)
         pruning = upkeep.pruning(settings.prune_interval, settings.retention)
         self._loops = [
@@ -188,25 +173,25 @@ class Worker:
         whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
         """
         self._draining = True
-        self.reports.outcomes.clear()
-        await self.upkeep.rescue_once(RESCUE_BATCH)
+        self.completer.outcomes.clear()
+        await self.housekeeping.rescue_once(RESCUE_BATCH)
         self.leases.start(self._interrupt)
         try:
             while True:
                 claimed = await self._claim_free()
                 if claimed:
                     continue
-                if self._running:
+                if self.slots.running:
                     self._wake.clear()
                     await self._wake.wait()
-                elif self.reports.pending:
-                    await self.reports.flush()
+                elif self.completer.pending:
+                    await self.completer.flush()
                 else:
                     break
         finally:
             await asyncio.to_thread(self.leases.stop)
         await self.events.runner.settle()
-        outcomes = self.reports.outcomes
+        outcomes = self.completer.outcomes
         return DrainResult(
             succeeded=outcomes[JobState.SUCCEEDED],
             failed=outcomes[JobState.FAILED],
@@ -222,13 +207,11 @@ class Worker:
         self.listener.stop()
         if self._claim_loop is not None:
             await self._claim_loop
-        await self._until_settled(grace, ends_with_grace=True)
-        for run in list(self._running.values()):
-            if not run.interrupt.done():
-                run.interrupt.set_result(Interrupt.SHUTDOWN)
-        await self._until_settled(INTERRUPTED_SETTLE)
-        self._abandon.set()
-        await self._until_settled(None)
+        await self.slots.until_settled(grace, ends_with_grace=True)
+        self.slots.interrupt_all(Interrupt.SHUTDOWN)
+        await self.slots.until_settled(INTERRUPTED_SETTLE)
+        self.slots.abandon()
+        await self.slots.until_settled(None)
         if self._abandoned:
             self.events.log(
                 logger,
@@ -240,7 +223,7 @@ class Worker:
                 ", ".join(str(job.id) for job in self._abandoned),
                 jobs=[j.id for j in self._abandoned],
             )
-        self.reports.close()
+        self.completer.close()
         if self._report_loop is not None:
             await self._report_loop
         for loop in self._loops:
@@ -253,27 +236,7 @@ class Worker:
 
     def end_grace(self) -> None:
         """Interrupt running jobs now, as the end of ``stop``'s grace would (a second SIGTERM)."""
-        self._grace_over = True
-        self._settled.set()
-
-    async def _until_settled(self, timeout: float | None, ends_with_grace: bool = False) -> None:
-        """Wait until every running attempt has an outcome (a stuck thread may still run)."""
-        deadline = self.timer.after(timeout) if timeout is not None else None
-        try:
-            while self._running:
-                if deadline is not None and (
-                    deadline.done() or (ends_with_grace and self._grace_over)
-                ):
-                    return
-                self._settled.clear()
-                settled = asyncio.ensure_future(self._settled.wait())
-                await asyncio.wait(
-                    {settled, *([deadline] if deadline else [])}, return_when="FIRST_COMPLETED"
-                )
-                settled.cancel()
-        finally:
-            if deadline is not None:
-                deadline.cancel()
+        self.slots.end_grace()
 
     async def _claiming(self) -> None:
         """The claim loop, which ends only at ``stop``; if it cannot go on, the worker dies.
@@ -313,7 +276,7 @@ class Worker:
         while not self._stopping.is_set():
             self._wake.clear()  # before the look: a wake-up during it is not lost
             wait: float | None = None
-            if self._has_free_slot():
+            if self.slots.has_free():
                 error_wait = None
                 try:
                     idle = empty > 0 and not self._nudged
@@ -331,23 +294,18 @@ class Worker:
             await self.timer.wait(self._wake, wait)
 
     async def _work_in_sight(self) -> bool:
-        """An idle worker's one statement a poll (``runtime.lookout``): claim only if it says a
+        """An idle worker's one statement a poll (``worker.outlook``): claim only if it says a
         job is due; the rescue and the scheduler hear the rest."""
         look = (self.store.outlook, self.settings.queues, self.tasks, self.clock.now())
         outlook: Outlook = await self._db(*look)
         self.lookout.heard(outlook)
         return outlook.jobs_due
 
-    def _has_free_slot(self) -> bool:
-        return any(
-            busy < pool.limit for busy, pool in zip(self._busy, self.settings.pools, strict=True)
-        )
-
     async def _claim_free(self) -> int:
         """Claim due jobs for every pool's free slots and launch them; how many."""
         claimed = 0
         for index, pool in enumerate(self.settings.pools):
-            free = pool.limit - self._busy[index]
+            free = self.slots.free(index)
             if free <= 0:
                 continue
             now = self.clock.now()
@@ -356,7 +314,7 @@ class Worker:
                 self.store.claim, self.id, pool.queues, self.tasks, free, now, until, self.limits
             )
             self.holdings.add(job.id for job in jobs)
-            kept = await self.upkeep.still_held(jobs, until)
+            kept = await self.housekeeping.still_held(jobs, until)
             self.holdings.discard(job.id for job in jobs if job not in kept)
             for job in kept:
                 self._launch(job, index)
@@ -364,16 +322,11 @@ class Worker:
         return claimed
 
     def _launch(self, job: Job, pool: int) -> None:
-        self._busy[pool] += 1
-        if job.id in self._running:
-            self._waiting[job.id] = (job, pool)
+        if not self.slots.take(job, pool):
             return
-        self._start(job, pool)
-
-    def _start(self, job: Job, pool: int) -> None:
         run = Running(job, asyncio.get_running_loop().create_future(), pool)
         run.span = self.announcer.started(job, self.clock.now())
-        self._running[job.id] = run
+        self.slots.running[job.id] = run
         run.task = asyncio.create_task(self._execute(run), name=f"rota-job-{job.id}")
 
     async def _execute(self, run: Running) -> None:
@@ -388,43 +341,22 @@ class Worker:
                 return
             attempt.span = run.span
             transition, leftover = attempt.transition, attempt.leftover
-            if leftover is None or transition.finishes or await self._stopped(leftover):
-                self.reports.add(attempt)
+            if leftover is None or transition.finishes or await self.slots.stopped(leftover):
+                self.completer.add(attempt)
             else:
                 self._abandoned.append(job)
             if leftover is not None and transition.finishes:
-                await self._stopped(leftover)
+                await self.slots.stopped(leftover)
         finally:
-            if self._running.pop(job.id, None) is not None:
-                self._settled.set()
-            self._busy[run.pool] -= 1
-            waiting = self._waiting.pop(job.id, None)
+            waiting = self.slots.release(run)
             if waiting is not None:
-                self._busy[waiting[1]] -= 1
                 self._launch(*waiting)
-            if self._draining or self._busy[run.pool] <= self.settings.pools[run.pool].limit // 2:
+            if self._draining or self.slots.half_free(run.pool):
                 self._wake.set()
-
-    async def _stopped(self, handler: asyncio.Future[Any]) -> bool:
-        """Whether an interrupted handler has really stopped; its slot stays taken until then.
-
-        A job going back to ``pending`` (a retry after a timeout, a release at shutdown) is
-        reported only then: until then it stays ``running`` under this worker's lease, so no
-        other worker runs it at the same time (invariant 3).  At shutdown, a handler still
-        running once the interruption's short wait is over is abandoned: its job is not
-        released, and is recovered by lease expiry after this process has gone, as after a
-        SIGKILL.  A final outcome (failed, cancelled) is reported at once: nothing runs it again.
-        """
-        abandon = asyncio.ensure_future(self._abandon.wait())
-        try:
-            await asyncio.wait({handler, abandon}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abandon.cancel()
-        return handler.done()
 
     def _interrupt(self, job_id: int, reason: Interrupt) -> None:
         """From the lease keeper: stop a job someone cancelled, or one another worker took."""
-        run = self._running.get(job_id)
+        run = self.slots.running.get(job_id)
         if run is None or run.interrupt.done():
             return
         if reason is Interrupt.SHUTDOWN:

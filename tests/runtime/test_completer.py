@@ -26,7 +26,7 @@ from rota.observe.events import EventLog
 from rota.runtime.announcer import Announcer
 from rota.runtime.services.results import Completions
 from rota.runtime.timer import Timer
-from rota.runtime.worker.completer import Reports
+from rota.runtime.worker.completer import Completer
 from rota.runtime.worker.executor import Attempt
 from rota.runtime.worker.leases import Holdings
 from rota.store.base import StatementTooLarge, Store
@@ -77,11 +77,11 @@ def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
     assert store.batches == [[7], [8]], "8 came during 7's write: the next batch"
 
 
-def writer(store: object) -> Reports:
+def writer(store: object) -> Completer:
     clock = FakeClock(START)
     announcer = Announcer(EventLog(), None, Completions())
     db = asyncio.to_thread
-    return Reports("w", cast(Store, store), db, clock, Timer(clock), 1.0, announcer, Holdings())
+    return Completer("w", cast(Store, store), db, clock, Timer(clock), 1.0, announcer, Holdings())
 
 
 def attempt(transition: Transition, of: Job) -> Attempt:
@@ -151,7 +151,7 @@ class RefusingStore:
         return {t.job_id: t for batch in self.written for t in batch}
 
 
-def flush(store: RefusingStore, transitions: Sequence[Transition], *jobs: Job) -> Reports:
+def flush(store: RefusingStore, transitions: Sequence[Transition], *jobs: Job) -> Completer:
     reports = writer(store)
     known = {given.id: given for given in jobs}
     for transition in transitions:
