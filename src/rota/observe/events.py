@@ -40,6 +40,10 @@ JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
 LOG_FORMATS = ("text", "json")
 
 
+PROCESS_LANE = "process"
+"""The lane key of every event of no job: one lane, so they are heard in the order emitted."""
+
+
 @dataclass(frozen=True)
 class Event:
     """What a hook receives: the event's name, when it happened, and its fields."""
@@ -184,11 +188,12 @@ class EventLog:
         return " ".join([event.value, *(f"{key}={logfmt(value)}" for key, value in shown.items())])
 
     def _call(self, hook: Hook, event: Event) -> None:
-        key = event.job_id if event.job_id is not None else event.name
+        key = event.job_id if event.job_id is not None else PROCESS_LANE
         if is_async(hook):
             self.runner.schedule(event.name, bound(hook, event), self._loop)
         else:
             self.runner.submit(key, event.name, sync_call(hook, event, self.runner))
+
 
 
 def event_name(name: object) -> EventName:

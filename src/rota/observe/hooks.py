@@ -5,7 +5,8 @@ that raises, even ``KeyboardInterrupt``.  None of that may stall a worker's even
 outcome or make a job run twice.  So:
 
 * sync hooks run off the event loop, on ``LANES`` threads; an event goes to the lane of its job
-  (or of its name, for an event of no job), so one job's events reach a hook in order;
+  (events of no job share one lane), so one job's events, and the process's, reach a hook in
+  the order emitted;
 * a hook still running after ``hook_timeout`` seconds is logged and abandoned: its lane goes on
   with a new thread, and the old one ends when the hook returns;
 * whatever a hook raises, ``BaseException`` included, is logged and contained;
