@@ -185,7 +185,7 @@ def latency(config: Config, backend: str, rate: float = 50.0) -> list[Result]:
     seconds = 3 if config.quick else 10
     with fresh(config, backend) as (rota, url, prefix):
         with workers(url, prefix, 1, 10) as running:
-            while not rota.store.workers(rota.clock.now() - timedelta(seconds=30)):
+            while not rota.store.cluster.workers(rota.clock.now() - timedelta(seconds=30)):
                 time.sleep(0.1)
             time.sleep(1.0)
             idle_rss = rss_mb(running[0].pid)
@@ -221,7 +221,7 @@ def history(config: Config, backend: str) -> list[Result]:
         store = rota.store
         jobs = store.schema.jobs
         now = rota.clock.now()
-        store.enqueue(
+        store.jobs.enqueue(
             [NewJob(task="noop", payload='{"v":1,"args":[],"kwargs":{}}', run_at=now)], now
         )
         copied = [column for column in jobs.c if column.name != "id"]
@@ -243,7 +243,7 @@ def history(config: Config, backend: str) -> list[Result]:
                     rota.queue("noop")
             claims = 0
             with stopwatch() as took_claim:
-                while store.claim(
+                while store.jobs.claim(
                     "bench",
                     ["default"],
                     ["noop"],

@@ -387,7 +387,10 @@ def run_soak(options: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(options.seed)
     with phase(options, "soak") as (rota, fleet):
         start_workers(options, rota, fleet)
-        while len(rota.store.workers(rota.clock.now() - timedelta(minutes=1))) < options.workers:
+        while (
+            len(rota.store.cluster.workers(rota.clock.now() - timedelta(minutes=1)))
+            < options.workers
+        ):
             if fleet.dead():
                 raise RuntimeError(f"worker(s) {fleet.dead()} exited at start")
             time.sleep(0.2)

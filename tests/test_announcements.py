@@ -117,8 +117,12 @@ def test_an_outcome_cut_off_before_its_commit_is_never_announced(
         raise cut
 
     store = worker.store
-    for method in ("complete", "heartbeat", "job_state"):
-        monkeypatch.setattr(store, method, unreachable)
+    for part, method in (
+        (store.jobs, "complete"),
+        (store.jobs, "heartbeat"),
+        (store.reads, "job_state"),
+    ):
+        monkeypatch.setattr(part, method, unreachable)
     with pytest.raises(TransientStoreError):
         worker.drain()
     assert charged == [job_id], "the handler ran and its success was decided"

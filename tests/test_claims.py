@@ -39,7 +39,7 @@ def test_four_workers_run_every_job_exactly_once(
 
     producer = workers[0]
     producer.jobs()  # connects and migrates
-    ids = producer.store.enqueue(
+    ids = producer.store.jobs.enqueue(
         [NewJob(task="record", payload='{"v":1,"args":[],"kwargs":{}}', run_at=clock.now())] * JOBS,
         clock.now(),
     )
@@ -86,7 +86,7 @@ def test_claim_query_uses_the_claim_index_with_a_large_history(
 
     rota.jobs()
     store = sql_store(rota)
-    store.enqueue([HISTORY_ROW], clock.now())
+    store.jobs.enqueue([HISTORY_ROW], clock.now())
     jobs = store.schema.jobs
     copied = [column for column in jobs.c if column.name != "id"]
     with store.engine.begin() as connection:
@@ -97,7 +97,7 @@ def test_claim_query_uses_the_claim_index_with_a_large_history(
             connection.execute(insert(jobs).from_select(copied, select(*copied)))
     for _ in range(20):
         rota.queue(noop)
-    query = store.claim_query(["default"], ["noop"], 10, clock.now())
+    query = store.jobs.claim_query(["default"], ["noop"], 10, clock.now())
     sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
     index = f"ix_{server_db.prefix}jobs_claim"
     with store.engine.begin() as connection:

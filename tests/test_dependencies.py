@@ -59,7 +59,7 @@ def test_a_diamond_runs_in_dependency_order(rota: Rota) -> None:
     assert order[0] == "a" and order[-1] == "d" and sorted(order[1:3]) == ["b", "c"]
     assert rota.job(ids["d"]).depends_on == tuple(sorted((ids["b"], ids["c"])))
     assert rota.job(ids["a"]).depends_on == ()
-    assert rota.store.dependents(ids["a"]) == [ids["b"], ids["c"]]
+    assert rota.store.reads.dependents(ids["a"]) == [ids["b"], ids["c"]]
 
 
 def test_a_dependent_waits_while_its_dependency_has_not_succeeded(rota: Rota) -> None:
@@ -118,12 +118,14 @@ def test_a_running_dependency_cancelled_by_its_worker_cancels_its_dependents(
     parent = rota.queue("step", "parent")
     child = rota.queue("step", "child", depends_on=[parent])
     now = clock.now()
-    claimed = rota.store.claim("w", ["default"], ["step"], 10, now, now + timedelta(seconds=30))
+    claimed = rota.store.jobs.claim(
+        "w", ["default"], ["step"], 10, now, now + timedelta(seconds=30)
+    )
     assert [job.id for job in claimed] == [parent], "the child waits"
     assert rota.cancel(parent) is True
     assert rota.job(child).state is JobState.PENDING, "asked, not yet cancelled"
     ended = Transition(parent, JobState.RUNNING, CANCELLED, 1, now)
-    assert len(rota.store.complete("w", [ended], now)) == 1
+    assert len(rota.store.jobs.complete("w", [ended], now)) == 1
     assert rota.job(child).state is CANCELLED
     assert rota.job(child).errors[-1].code == "DEPENDENCY_FAILED"
 
@@ -133,9 +135,9 @@ def test_a_late_worker_cancels_no_dependent(rota: Rota, clock: FakeClock) -> Non
     parent = rota.queue("step", "parent")
     child = rota.queue("step", "child", depends_on=[parent])
     now = clock.now()
-    rota.store.claim("w", ["default"], ["step"], 10, now, now + timedelta(seconds=30))
+    rota.store.jobs.claim("w", ["default"], ["step"], 10, now, now + timedelta(seconds=30))
     late = Transition(parent, JobState.RUNNING, JobState.FAILED, 1, now)
-    assert len(rota.store.complete("someone-else", [late], now)) == 0
+    assert len(rota.store.jobs.complete("someone-else", [late], now)) == 0
     assert rota.job(child).state is JobState.PENDING
 
 
@@ -173,7 +175,7 @@ def test_unknown_dependencies_are_invalid_and_nothing_is_written(rota: Rota) -> 
                 Enqueue("step", "bad", depends_on=[real, 1_000_000, 999_999]),
             ]
         )
-    assert [job.id for job in rota.store.jobs()] == [real]
+    assert [job.id for job in rota.store.reads.jobs()] == [real]
     assert links(rota) == 0
 
 

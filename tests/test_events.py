@@ -60,7 +60,7 @@ def test_every_lifecycle_event_is_one_structured_record(
     rota.cancel(cancelled)
     lost = rota.queue(fine)
     now = clock.now()
-    rota.store.claim("dead-worker", ["default"], ["fine"], 1, now, lease_until(now, 30))
+    rota.store.jobs.claim("dead-worker", ["default"], ["fine"], 1, now, lease_until(now, 30))
     rota.drain()
     clock.advance(timedelta(minutes=3))
     rota.drain()

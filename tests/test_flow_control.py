@@ -28,7 +28,7 @@ def claim_ids(rota: Rota, worker: str, limit: int, now: datetime) -> list[int]:
     """One claim as a worker of ``rota``'s tasks makes it, with their limits."""
     tasks = [task.name for task in rota.registry]
     limits = {task.name: task.limits for task in rota.registry if task.limits}
-    jobs = rota.store.claim(worker, ["default"], tasks, limit, now, now + LEASE, limits)
+    jobs = rota.store.jobs.claim(worker, ["default"], tasks, limit, now, now + LEASE, limits)
     return [job.id for job in jobs]
 
 

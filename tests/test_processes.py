@@ -280,4 +280,4 @@ def test_worker_registers_heartbeats_and_unregisters(
 
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=GRACE + EXIT_MARGIN) == 0
-    assert [w.id for w in control.store.workers(EPOCH) if w.id == info.id] == []
+    assert [w.id for w in control.store.cluster.workers(EPOCH) if w.id == info.id] == []

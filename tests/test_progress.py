@@ -290,11 +290,11 @@ def test_only_the_attempt_that_holds_the_job_writes_its_progress(
     job_id = rota.queue(slow)
     now = clock.now()
     until = now + timedelta(minutes=1)
-    (claimed,) = rota.store.claim("w1", ["default"], ["slow"], 1, now, until)
+    (claimed,) = rota.store.jobs.claim("w1", ["default"], ["slow"], 1, now, until)
     attempt = claimed.attempt
 
     def report(worker: str, tried: int, fraction: float) -> Progress | None:
-        rota.store.heartbeat(
+        rota.store.jobs.heartbeat(
             worker, [job_id], now, until, [ProgressReport(job_id, tried, Progress(fraction))]
         )
         return rota.job(job_id).progress
@@ -302,7 +302,7 @@ def test_only_the_attempt_that_holds_the_job_writes_its_progress(
     assert report("w1", attempt + 1, 0.1) is None, "another attempt's late value"
     assert report("w2", attempt, 0.2) is None, "a worker that does not hold the job"
     assert report("w1", attempt, 0.3) == Progress(0.3)
-    assert rota.store.heartbeat("w1", [job_id], now, until) == (set(), set())
+    assert rota.store.jobs.heartbeat("w1", [job_id], now, until) == (set(), set())
     assert rota.job(job_id).progress == Progress(0.3), "no report leaves the value as it is"
 
 
@@ -322,9 +322,9 @@ def running_with_progress(rota: Rota, clock: FakeClock) -> int:
     job_id = rota.queue(slow)
     now = clock.now()
     until = now + timedelta(minutes=1)
-    (claimed,) = rota.store.claim("w1", ["default"], ["slow"], 1, now, until)
+    (claimed,) = rota.store.jobs.claim("w1", ["default"], ["slow"], 1, now, until)
     report = ProgressReport(job_id, claimed.attempt, Progress(0.4, NOTE))
-    rota.store.heartbeat("w1", [job_id], now, until, [report])
+    rota.store.jobs.heartbeat("w1", [job_id], now, until, [report])
     return job_id
 
 

@@ -169,7 +169,7 @@ def test_retention_prunes_old_finished_jobs_in_batches(
     assert rota.prune() == 0
     clock.advance(timedelta(days=8))
     assert rota.prune() == 1_200
-    assert {j.id for j in rota.store.jobs(limit=10)} == {failed, cancelled, waiting}
+    assert {j.id for j in rota.store.reads.jobs(limit=10)} == {failed, cancelled, waiting}
     clock.advance(timedelta(days=23))
     # The command line reads the real clock, months after the fake one: both are old enough.
     result = CliRunner().invoke(
@@ -178,7 +178,7 @@ def test_retention_prunes_old_finished_jobs_in_batches(
     assert result.exit_code == 0, result.output
     assert "pruned 2 finished job(s)" in result.output
     assert rota.prune() == 0
-    assert [j.id for j in rota.store.jobs(limit=10)] == [waiting]
+    assert [j.id for j in rota.store.reads.jobs(limit=10)] == [waiting]
 
 
 def test_only_the_lease_holder_prunes(rota: Rota, clock: FakeClock) -> None:

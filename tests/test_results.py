@@ -53,7 +53,7 @@ VALUES: dict[str, Any] = {
 def count_reads(rota: Rota, clock: VirtualClock | None = None) -> list[datetime | None]:
     """Record each read of a job's state through the store (the waiter's poll) and when."""
     reads: list[datetime | None] = []
-    read = rota.store.job_state
+    read = rota.store.reads.job_state
 
     def counted(job_id: int) -> JobState | None:
         moment = clock.now() if clock else None
@@ -61,7 +61,7 @@ def count_reads(rota: Rota, clock: VirtualClock | None = None) -> list[datetime 
         reads.append(moment)  # once read: a test waiting for it knows the read is over
         return found
 
-    rota.store.job_state = counted  # type: ignore[method-assign]
+    rota.store.reads.job_state = counted  # type: ignore[method-assign]
     return reads
 
 
@@ -283,7 +283,7 @@ def test_a_waiter_polls_the_state_alone_and_reads_the_whole_job_once(
             polls.append(statement)
 
     full_reads: list[int] = []
-    read = rota.store.job
+    read = rota.store.reads.job
 
     def counted(job_id: int) -> Job | None:
         full_reads.append(job_id)
@@ -304,7 +304,7 @@ def test_a_waiter_polls_the_state_alone_and_reads_the_whole_job_once(
         return polled, await asyncio.wait_for(waiter, 10)
 
     engine = sql_store(rota).engine
-    rota.store.job = counted  # type: ignore[method-assign]
+    rota.store.reads.job = counted  # type: ignore[method-assign]
     event.listen(engine, "before_cursor_execute", record)
     try:
         polled, result = asyncio.run(scenario())

@@ -46,7 +46,7 @@ def test_code_schedule_runs_once_per_tick_with_its_tick_in_the_context(
     assert rota.drain().succeeded == 1
     assert rota.drain().total == 0
     assert seen == [(START, 1), (START + 5 * MINUTE, 1)]
-    (job,) = [j for j in rota.store.jobs() if j.scheduled_at == START + 5 * MINUTE]
+    (job,) = [j for j in rota.store.reads.jobs() if j.scheduled_at == START + 5 * MINUTE]
     assert (job.schedule, job.max_attempts) == ("demo_task", 4)
 
 

@@ -53,7 +53,7 @@ def test_supervised_workers_are_replaced_and_stop_together(
 
         def live_pids() -> set[int]:
             since = control.clock.now() - timedelta(seconds=10)
-            return {worker.pid for worker in control.store.workers(since)}
+            return {worker.pid for worker in control.store.cluster.workers(since)}
 
         wait_until(lambda: len(live_pids()) == 2, timeout=30)
         first = live_pids()
@@ -113,7 +113,7 @@ def test_a_killed_supervisor_takes_its_workers_with_it(server_db: Database, tmp_
 
         def live_pids() -> set[int]:
             since = control.clock.now() - timedelta(seconds=60)
-            return {worker.pid for worker in control.store.workers(since)}
+            return {worker.pid for worker in control.store.cluster.workers(since)}
 
         wait_until(lambda: len(live_pids()) == 2, timeout=30)
         children |= live_pids()

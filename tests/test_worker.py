@@ -109,14 +109,15 @@ def test_database_work_never_runs_on_the_event_loop(rota: Rota) -> None:
     loop_threads: set[int] = set()
     callers: set[int] = set()
     store = rota.store
-    for name in ("claim", "complete", "heartbeat", "expired_leases", "register_worker"):
-        original = getattr(store, name)
+    spied = [(store.jobs, name) for name in ("claim", "complete", "heartbeat", "expired_leases")]
+    for part, name in [*spied, (store.cluster, "register_worker")]:
+        original = getattr(part, name)
 
         def spy(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
             callers.add(threading.get_ident())
             return _original(*args, **kwargs)
 
-        setattr(store, name, spy)
+        setattr(part, name, spy)
 
     @rota.task
     async def noop(ctx: JobContext) -> None:
@@ -259,7 +260,7 @@ def test_worker_registers_with_a_heartbeat_and_leaves_on_stop(rota: Rota, clock:
 
     async def scenario() -> None:
         async with rota:
-            workers = rota.store.workers(clock.now())
+            workers = rota.store.cluster.workers(clock.now())
             assert len(workers) == 1
             worker = workers[0]
             import os
@@ -269,7 +270,7 @@ def test_worker_registers_with_a_heartbeat_and_leaves_on_stop(rota: Rota, clock:
             assert set(worker.queues) == {"default", "mail"}
             assert worker.tasks == ("mail",)
             assert worker.heartbeat_at == clock.now()
-        assert rota.store.workers(clock.now()) == []
+        assert rota.store.cluster.workers(clock.now()) == []
 
     asyncio.run(scenario())
 

@@ -118,7 +118,7 @@ class Workers:
         wait_until(lambda: alive_and(check), timeout=timeout)
 
     def registration(self, process: subprocess.Popen[bytes]) -> WorkerInfo | None:
-        for info in self.control.store.workers(EPOCH):
+        for info in self.control.store.cluster.workers(EPOCH):
             if info.pid == process.pid:
                 return info
         return None

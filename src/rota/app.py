@@ -256,7 +256,7 @@ class Rota:
         completions, poll = self._completions, self.config.poll_interval
         store = self.store
         return await results.wait(
-            store.job_state, store.job, self.clock, completions, poll, job_id, timeout
+            store.reads.job_state, store.reads.job, self.clock, completions, poll, job_id, timeout
         )
 
     def cancel(self, id: int | str) -> bool:

@@ -41,7 +41,7 @@ def breaking(real: Any) -> Any:
     return call
 
 
-app.store.claim = breaking(app.store.claim)  # type: ignore[method-assign]
+app.store.jobs.claim = breaking(app.store.jobs.claim)  # type: ignore[method-assign]
 app.store.outlook = breaking(app.store.outlook)  # type: ignore[method-assign]
 
 

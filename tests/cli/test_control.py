@@ -32,7 +32,9 @@ def test_retry_and_cancel_jobs(rota: Rota, clock: FakeClock, cli: Cli) -> None:
     rota.drain()
     waiting = rota.queue(later, delay=3600)
     running = rota.queue(later)
-    claimed = rota.store.claim("w1", ["default"], ["later"], 5, clock.now(), clock.now() + 60 * S)
+    claimed = rota.store.jobs.claim(
+        "w1", ["default"], ["later"], 5, clock.now(), clock.now() + 60 * S
+    )
     assert [job.id for job in claimed] == [running]
 
     retried = cli("retry", str(failed))

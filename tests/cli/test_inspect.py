@@ -182,7 +182,7 @@ def test_schedules_with_their_next_three_runs(rota: Rota, clock: FakeClock, cli:
     assert data["quarter-hourly"]["state"] == "paused"
     assert data["quarter-hourly"]["next_runs"] == []
 
-    (tick_job,) = rota.store.jobs(task="nightly")
+    (tick_job,) = rota.store.reads.jobs(task="nightly")
     shown = cli("job", str(tick_job.id)).stdout
     facts = dict(columns(line) for line in shown.split("\n\n")[0].splitlines())
     assert (facts["schedule"], facts["tick"]) == ("nightly", "2026-03-02 19:30:00Z")
@@ -231,7 +231,7 @@ def test_check_reports_server_schema_workers_and_stranded_jobs(
     rota.queue("ghost")
     now = datetime.now(timezone.utc)
     for host, heartbeat in (("box-1", now - timedelta(seconds=5)), ("gone", now - 3 * MINUTE)):
-        rota.store.register_worker(
+        rota.store.cluster.register_worker(
             WorkerInfo(
                 id=host,
                 host=host,
@@ -353,7 +353,7 @@ def test_sql_in_filters_and_names_is_only_data(db: Database, rota: Rota, cli: Cl
     tables = set(inspect(engine).get_table_names())
     engine.dispose()
     assert {db.table("jobs"), db.table("schedules"), db.table("workers")} <= tables
-    assert [job.id for job in rota.store.jobs()] == [job_id]
+    assert [job.id for job in rota.store.reads.jobs()] == [job_id]
 
 
 def test_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:

@@ -94,7 +94,7 @@ def url(tmp_path: Path) -> str:
     rota.schedule("*/5 * * * *", short, tz="Asia/Shanghai", name=SCHEDULE)
     rota.queue(GHOST, queue="mail")
     now = datetime.now(timezone.utc)
-    rota.store.register_worker(
+    rota.store.cluster.register_worker(
         WorkerInfo(
             id="w1",
             host=HOST,

@@ -91,7 +91,7 @@ def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:
     rota.queue(greet, "ada")
     failed = rota.queue(flaky, "the report")
     rota.drain()
-    job = rota.store.job(failed)
+    job = rota.store.reads.job(failed)
     assert job is not None and job.state is JobState.FAILED
 
     try:
@@ -267,7 +267,7 @@ def test_screenshots(tmp_path: Path) -> None:
     rota.cancel(cancelled)
     running = rota.queue(export_data)
     now = clock.now()
-    rota.store.register_worker(
+    rota.store.cluster.register_worker(
         WorkerInfo(
             id="web-1:4321",
             host="web-1",
@@ -279,7 +279,7 @@ def test_screenshots(tmp_path: Path) -> None:
             heartbeat_at=now - timedelta(seconds=2),
         )
     )
-    claimed = rota.store.claim(
+    claimed = rota.store.jobs.claim(
         "web-1:4321", ["default"], ["export_data"], 1, now, now + timedelta(seconds=60)
     )
     assert [job.id for job in claimed] == [running]

@@ -60,10 +60,10 @@ def seeded(make_rota: Callable[..., Rota], clock: FakeClock) -> Seeded:
     rota.drain()
     clock.advance(timedelta(minutes=5))
     rota.drain()
-    scheduled = rota.store.jobs(task="tick")[0].id  # the 09:05 tick, newest first
+    scheduled = rota.store.reads.jobs(task="tick")[0].id  # the 09:05 tick, newest first
     running = rota.queue(slow)
     now = clock.now()
-    rota.store.register_worker(
+    rota.store.cluster.register_worker(
         WorkerInfo(
             id="box-1:4321",
             host="box-1",
@@ -75,7 +75,7 @@ def seeded(make_rota: Callable[..., Rota], clock: FakeClock) -> Seeded:
             heartbeat_at=now - timedelta(seconds=3),
         )
     )
-    claimed = rota.store.claim(
+    claimed = rota.store.jobs.claim(
         "box-1:4321", ["default"], ["slow"], 1, now, now + timedelta(seconds=60)
     )
     assert [job.id for job in claimed] == [running]
@@ -213,9 +213,9 @@ def test_schedule_actions(seeded: Seeded) -> None:
     assert schedule is not None and schedule.state is ScheduleState.PAUSED
     assert post("/schedules/tick/pause") == 409
     assert post("/schedules/tick/resume") == 303
-    before = len(rota.store.jobs(task="tick"))
+    before = len(rota.store.reads.jobs(task="tick"))
     assert post("/schedules/tick/run-now") == 303
-    assert len(rota.store.jobs(task="tick")) == before + 1
+    assert len(rota.store.reads.jobs(task="tick")) == before + 1
     assert post("/schedules/missing/pause") == 404
 
 

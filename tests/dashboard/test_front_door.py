@@ -95,7 +95,7 @@ def targets(app: Any, seeded: Seeded) -> Iterator[Target]:
 def state(rota: Rota) -> tuple[object, ...]:
     """What an action could change: jobs, schedules, paused queues."""
     store = rota.store
-    return (store.jobs(limit=None), store.schedules.all(), store.paused_queues())
+    return (store.reads.jobs(limit=None), store.schedules.all(), store.cluster.paused_queues())
 
 
 def form_pair(base: str, page: str) -> tuple[bytes, bytes]:

@@ -52,7 +52,7 @@ def seeded(db: Database, name: str, size: int) -> Rota:
     rota.drain()
     rota.queue_many(Enqueue(work, blob, False) for _ in range(JOBS - FINISHED - 1))
     now = rota.clock.now()
-    rota.store.register_worker(
+    rota.store.cluster.register_worker(
         WorkerInfo(
             id="box:1",
             host="box",
@@ -64,7 +64,7 @@ def seeded(db: Database, name: str, size: int) -> Rota:
             heartbeat_at=now,
         )
     )
-    rota.store.claim("box:1", ["default"], ["work"], RUNNING, now, now + timedelta(minutes=5))
+    rota.store.jobs.claim("box:1", ["default"], ["work"], RUNNING, now, now + timedelta(minutes=5))
     assert rota.counts().total == JOBS
     return rota
 

@@ -90,7 +90,7 @@ def test_each_schedules_buttons_act_on_that_schedule_only(rota: Rota, prefix: st
             assert states(rota) == expected, f"resuming {name!r}"
         for name in NAMES:
             assert press(client, page, name, "Run now").status_code == 303, name
-        scheduled = [job.schedule for job in rota.store.jobs(limit=None)]
+        scheduled = [job.schedule for job in rota.store.reads.jobs(limit=None)]
         assert sorted(name for name in scheduled if name) == sorted(NAMES)
         html = client.get(page).text
         assert f'action="{prefix}/schedules/..%2Fschedules%2Fvictim/pause"' in html
@@ -106,7 +106,7 @@ def test_a_name_of_dots_alone_changes_no_other_schedule(rota: Rota, name: str) -
         for button in ("Pause", "Run now"):
             assert press(client, page, name, button).status_code in (404, 405)
     assert set(states(rota).values()) == {ScheduleState.ACTIVE}
-    assert rota.store.jobs() == []
+    assert rota.store.reads.jobs() == []
 
 
 def test_links_encode_names_in_paths_queries_and_fragments(rota: Rota) -> None:

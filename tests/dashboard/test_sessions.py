@@ -54,7 +54,7 @@ def rota(make_rota: Callable[..., Rota]) -> Rota:
 
 
 def failed_job(rota: Rota) -> int:
-    return rota.store.jobs(task="boom")[0].id
+    return rota.store.reads.jobs(task="boom")[0].id
 
 
 def csrf_of(response: httpx.Response) -> str:

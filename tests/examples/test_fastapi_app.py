@@ -220,7 +220,7 @@ def test_the_cron_schedule_is_registered_and_fires_at_its_tick(service: Service)
     assert "prune_outbox" in listed.text and "*/15 * * * *" in listed.text
     service.clock.set(schedule.next_run_at)
     deadline = time.monotonic() + 10
-    while not (ticks := service.rota.store.jobs([JobState.SUCCEEDED], task="prune_outbox")):
+    while not (ticks := service.rota.store.reads.jobs([JobState.SUCCEEDED], task="prune_outbox")):
         assert time.monotonic() < deadline, service.rota.jobs()
         time.sleep(0.02)
     [tick] = ticks

@@ -227,7 +227,7 @@ def test_schedules_with_any_cron_or_zone_are_stored_exactly_or_refused_unwritten
     clock.advance(MINUTE)
     result = rota.drain()
     assert result.failed == 0, "the worker still runs the schedules"
-    assert result.succeeded == len(rota.store.jobs(task="tick", limit=1000)) >= 1
+    assert result.succeeded == len(rota.store.reads.jobs(task="tick", limit=1000)) >= 1
     assert {s.name for s in rota.store.schedules.all()} == {*accepted, "every-minute"}
 
 
@@ -275,12 +275,12 @@ def test_arguments_over_the_limit_are_refused_with_their_size_and_nothing_is_wri
     with pytest.raises(InvalidArguments, match="1003 bytes as JSON, over the 1001 limit"):
         rota.queue(take, "é" * 486)
     assert rota.jobs() == [], "no job nor schedule was written"
-    assert rota.store.jobs() == []
+    assert rota.store.reads.jobs() == []
 
     fits = rota.queue(take, "é" * 485)
     assert rota.drain().succeeded == 1, "the worker keeps working"
     assert received == [(("é" * 485,), {})]
-    assert [job.id for job in rota.store.jobs()] == [fits]
+    assert [job.id for job in rota.store.reads.jobs()] == [fits]
 
 
 def test_the_default_limit_is_one_mebibyte(rota: Rota) -> None:
@@ -359,7 +359,7 @@ def test_bad_arguments_are_named_and_leave_nothing_written(rota: Rota) -> None:
         refused(message, rota.queue, take, args=args, kwargs=kwargs)
         refused(message, rota.queue_many, [Enqueue(take, "fine"), Enqueue(take, *args, **kwargs)])
         refused(message, rota.schedule, "* * * * *", take, name=label, args=args, kwargs=kwargs)
-    assert rota.jobs() == [] and rota.store.jobs() == []
+    assert rota.jobs() == [] and rota.store.reads.jobs() == []
 
     deepest = nested(100)
     job_id = rota.queue(take, deepest)
@@ -411,7 +411,7 @@ def test_an_unreadable_payload_fails_its_job_and_blocks_no_other(db: Database, r
             .values(payload='{"v":2,"args":[2],"kwargs":{}}')
         )
 
-    listed = {job.id: job for job in rota.store.jobs()}
+    listed = {job.id: job for job in rota.store.reads.jobs()}
     assert set(listed) == {first, unreadable, last}
     error = listed[unreadable].payload_error
     assert error is not None and "unsupported job payload" in error
@@ -456,7 +456,7 @@ def test_a_job_of_a_task_no_worker_knows_waits_flagged_everywhere(
     assert producer.schedule("* * * * *", "no_such_task", name="orphan") == "orphan"
     clock.advance(MINUTE)
     assert producer.drain().total == 0, "no worker here runs a task it does not know"
-    waiting = producer.store.jobs(task="no_such_task")
+    waiting = producer.store.reads.jobs(task="no_such_task")
     assert {job.state for job in waiting} == {JobState.PENDING}
     assert job_id in {job.id for job in waiting} and len(waiting) == 3, "the job and 2 ticks"
     job = producer.job(job_id)
@@ -552,20 +552,20 @@ def test_hostile_strings_through_the_api_are_only_data(
 ) -> None:
     strings = hostile_strings(db)
     direct = populate(rota, clock, strings)
-    everything = rota.store.jobs(limit=1000)
+    everything = rota.store.reads.jobs(limit=1000)
     assert len(everything) == 2 * len(direct)
     for text, job_id in direct.items():
         expected = {job.id for job in everything if job.task == text}
         assert len(expected) == 2 and job_id in expected
-        assert {job.id for job in rota.store.jobs(task=text)} == expected, text
-        assert {job.id for job in rota.store.jobs(queue=text)} == expected, text
+        assert {job.id for job in rota.store.reads.jobs(task=text)} == expected, text
+        assert {job.id for job in rota.store.reads.jobs(queue=text)} == expected, text
         job = rota.job(job_id)
         assert (job.task, job.queue) == (text, text)
         assert job.args == (text,) and job.kwargs == {"value": text, text: text}
         schedule = rota.store.schedules.get(text)
         assert schedule is not None and schedule.name == text
         assert (schedule.spec.task, schedule.spec.queue) == (text, text)
-    assert rota.store.jobs(task="a%") == [] and rota.store.jobs(task="ABC") == []
+    assert rota.store.reads.jobs(task="a%") == [] and rota.store.reads.jobs(task="ABC") == []
     assert rota.pause("%") and rota.cancel("_")
     states = {s.name: s.state for s in rota.store.schedules.all()}
     assert states.pop("%") is ScheduleState.PAUSED and states.pop("_") is ScheduleState.CANCELLED
@@ -622,7 +622,7 @@ def test_names_every_backend_cannot_keep_exactly_are_refused(
         with pytest.raises(ScheduleNotFound):
             lookup(name)
     assert rota.cancel(name) is False, "no such schedule"
-    assert rota.store.jobs() == [] and rota.store.schedules.all() == []
+    assert rota.store.reads.jobs() == [] and rota.store.schedules.all() == []
     if "\ud800" not in name:  # a lone surrogate is refused as an argument too
         assert rota.job(rota.queue(invoice, name)).args == (name,), "as an argument it is data"
     tables_intact(db)
@@ -633,7 +633,7 @@ def test_hostile_strings_through_the_cli_are_only_data(
 ) -> None:
     strings = hostile_strings(db)
     direct = populate(rota, clock, strings)
-    everything = rota.store.jobs(limit=1000)
+    everything = rota.store.reads.jobs(limit=1000)
     for text, job_id in direct.items():
         expected = {job.id for job in everything if job.task == text}
         assert {job["id"] for job in cli_json(db, "jobs", "--task", text)} == expected, text
@@ -650,9 +650,9 @@ def test_hostile_strings_through_the_cli_are_only_data(
             assert acted.exit_code == 0, acted.output
             schedule = rota.store.schedules.get(text)
             assert schedule is not None and schedule.state.value == state
-        before = len(rota.store.jobs(task=text))
+        before = len(rota.store.reads.jobs(task=text))
         assert run_cli(db, "run-now", text).exit_code == 0
-        assert len(rota.store.jobs(task=text)) == before + 1
+        assert len(rota.store.reads.jobs(task=text)) == before + 1
         assert run_cli(db, "cancel", text).exit_code == 0
         schedule = rota.store.schedules.get(text)
         assert schedule is not None and schedule.state is ScheduleState.CANCELLED
@@ -668,7 +668,7 @@ def test_hostile_strings_through_the_dashboard_are_only_data(
 ) -> None:
     strings = hostile_strings(db)
     direct = populate(rota, clock, strings)
-    everything = rota.store.jobs(limit=1000)
+    everything = rota.store.reads.jobs(limit=1000)
     client = client_for(rota)
     for text, job_id in direct.items():
         expected = {job.id for job in everything if job.task == text}

@@ -53,7 +53,9 @@ def test_skewed_instances_enqueue_one_job_per_tick(
     with caplog.at_level(logging.INFO, logger="rota"):
         fire_in_lockstep(instances, clock, STEPS, STEP)
 
-    ticks = [job.scheduled_at for job in instances[0].store.jobs(task="every_minute", limit=999)]
+    ticks = [
+        job.scheduled_at for job in instances[0].store.reads.jobs(task="every_minute", limit=999)
+    ]
     last = START + STEPS * STEP + SKEW
     minutes = (last - START) // timedelta(minutes=1)
     expected = [START + n * timedelta(minutes=1) for n in range(minutes + 1)]

@@ -139,7 +139,7 @@ def test_claim_and_complete_repeat_through_conflicts(
     store, now = app.store, clock.now()
     faults.arm("claim", 2, errno)
 
-    claimed = store.claim("w1", ["default"], ["noop"], 10, now, lease_until(now, 30))
+    claimed = store.jobs.claim("w1", ["default"], ["noop"], 10, now, lease_until(now, 30))
 
     assert faults.raised("claim") == 2
     assert sorted(job.id for job in claimed) == ids
@@ -149,9 +149,9 @@ def test_claim_and_complete_repeat_through_conflicts(
         for job in claimed
     ]
 
-    assert len(store.complete("w1", done, now)) == len(ids)
+    assert len(store.jobs.complete("w1", done, now)) == len(ids)
     assert faults.raised("complete") == 3
-    assert {store.job(job_id).state for job_id in ids} == {JobState.SUCCEEDED}  # type: ignore[union-attr]
+    assert {store.reads.job(job_id).state for job_id in ids} == {JobState.SUCCEEDED}  # type: ignore[union-attr]
 
 
 def test_tick_insert_repeats_through_a_deadlock(
@@ -165,7 +165,7 @@ def test_tick_insert_repeats_through_a_deadlock(
 
     assert faults.raised("tick") == 2
     assert result.succeeded == 1
-    ticks = app.store.jobs(task="every_minute")
+    ticks = app.store.reads.jobs(task="every_minute")
     assert [(job.scheduled_at, job.state) for job in ticks] == [
         (START.replace(minute=minute), JobState.SUCCEEDED) for minute in (1, 0)
     ]
@@ -179,11 +179,11 @@ def test_a_conflict_that_persists_surfaces_after_a_bounded_number_of_attempts(
     faults.arm("claim", 1000, DEADLOCK)
 
     with pytest.raises(TransientStoreError, match="Deadlock") as raised:
-        app.store.claim("w1", ["default"], ["noop"], 10, now, lease_until(now, 30))
+        app.store.jobs.claim("w1", ["default"], ["noop"], 10, now, lease_until(now, 30))
 
     assert raised.value.rolled_back
     assert faults.raised("claim") == CONFLICT_ATTEMPTS
-    assert app.store.job(job_id).state is JobState.PENDING  # type: ignore[union-attr]
+    assert app.store.reads.job(job_id).state is JobState.PENDING  # type: ignore[union-attr]
 
 
 def test_a_running_worker_never_reports_a_database_error(
@@ -205,4 +205,4 @@ def test_a_running_worker_never_reports_a_database_error(
     assert faults.raised("claim") == 3
     assert faults.raised("complete") == 3
     assert not [r for r in caplog.records if getattr(r, "event", "") == "worker.db_error"]
-    assert {app.store.job(job_id).attempt for job_id in ids} == {1}  # type: ignore[union-attr]
+    assert {app.store.reads.job(job_id).attempt for job_id in ids} == {1}  # type: ignore[union-attr]

@@ -92,7 +92,7 @@ def hold(control: Rota, seconds: float, count: int) -> list[int]:
 
 
 def jobs(control: Rota, ids: list[int]) -> dict[int, Job]:
-    return {job.id: job for job in control.store.jobs(limit=None) if job.id in set(ids)}
+    return {job.id: job for job in control.store.reads.jobs(limit=None) if job.id in set(ids)}
 
 
 @pytest.fixture(autouse=True)

@@ -391,7 +391,7 @@ def test_dashboard_pages_do_not_show_the_password(account: Account, logs: Everyt
     rota.drain()
     waiting = rota.queue("no_such_task")
     now = rota.clock.now()
-    rota.store.register_worker(
+    rota.store.cluster.register_worker(
         WorkerInfo(
             id="box-1:4321",
             host="box-1",

@@ -72,7 +72,7 @@ def write_bad_rows(db: Database, rota: Rota) -> Bad:
     sql(db, rota, LEASELESS, id=leaseless)
     long_ago = START - timedelta(days=1)
     dead = WorkerInfo(DEAD_WORKER, "gone", 1, ("default",), ("greet",), 1, long_ago, long_ago)
-    rota.store.register_worker(dead)
+    rota.store.cluster.register_worker(dead)
     sql(db, rota, "UPDATE {workers} SET tasks = '{{not json' WHERE id = :id", id=DEAD_WORKER)
     return Bad(archived, leaseless, "nightly")
 

@@ -74,7 +74,7 @@ def settled(control: Rota, total: int) -> Callable[[], bool]:
 
 
 def assert_all_succeeded_once_at_least(control: Rota, ids: list[int], marks: Path) -> Counter[int]:
-    states = Counter(job.state for job in control.store.jobs(limit=len(ids) + 1))
+    states = Counter(job.state for job in control.store.reads.jobs(limit=len(ids) + 1))
     assert states == {JobState.SUCCEEDED: len(ids)}, states
     started = runs(marks)
     assert set(started) == set(ids)
@@ -136,7 +136,7 @@ def test_sigkill_mid_batch_reruns_only_what_the_dead_worker_held(
         started = assert_all_succeeded_once_at_least(control, ids, workers.marks)
         rescued = {
             job.id
-            for job in control.store.jobs(limit=len(ids))
+            for job in control.store.reads.jobs(limit=len(ids))
             if any(error.code == "LEASE_EXPIRED" for error in job.errors)
         }
     twice = {job_id for job_id, count in started.items() if count > 1}

@@ -37,7 +37,7 @@ def test_alone(make_rota, rota_prefix, name):
     Path(f"prefix-{name}.txt").write_text(rota_prefix)
     rota = make_rota(tasks_from=app)
     job_id = rota.queue(greet, name)
-    assert [job.id for job in rota.store.jobs()] == [job_id]
+    assert [job.id for job in rota.store.reads.jobs()] == [job_id]
     assert rota.drain().succeeded == 1
     assert rota.job(job_id).result == f"hello {name}"
 """

@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -36,7 +37,7 @@ from tests.conftest import START
 
 
 class SlowStore:
-    """A store whose ``complete`` waits until the test lets it finish."""
+    """A job store whose ``complete`` waits until the test lets it finish."""
 
     def __init__(self) -> None:
         self.writing = threading.Event()
@@ -77,11 +78,13 @@ def test_a_batch_being_written_stays_held_until_it_is_written() -> None:
     assert store.batches == [[7], [8]], "8 came during 7's write: the next batch"
 
 
-def writer(store: object) -> Completer:
+def writer(jobs: object) -> Completer:
+    """A completer over a store whose ``store.jobs`` is ``jobs``, a fake that writes batches."""
     clock = FakeClock(START)
     announcer = Announcer(EventLog(), None, Completions())
     db = asyncio.to_thread
-    return Completer("w", cast(Store, store), db, clock, Timer(clock), 1.0, announcer, Holdings())
+    store = cast(Store, SimpleNamespace(jobs=jobs))
+    return Completer("w", store, db, clock, Timer(clock), 1.0, announcer, Holdings())
 
 
 def attempt(transition: Transition, of: Job) -> Attempt:
@@ -117,7 +120,7 @@ def failure(job_id: int) -> Transition:
 
 
 class RefusingStore:
-    """A store whose ``complete`` fails with what ``refuse`` gives for a batch (``None``: it
+    """A job store whose ``complete`` fails with what ``refuse`` gives for a batch (``None``: it
     writes it), and whose database takes a heartbeat while ``answers``."""
 
     def __init__(self, refuse: Callable[[Sequence[Transition]], Exception | None]) -> None:

@@ -125,7 +125,7 @@ def test_the_look_misses_no_work(service: tuple[Rota, Rota], clock: VirtualClock
             await settled(clock)
             ran.clear()
             queued_at = clock.now()
-            other.store.enqueue(
+            other.store.jobs.enqueue(
                 [NewJob(task="work", payload='{"v":1,"args":[],"kwargs":{}}', run_at=queued_at)],
                 queued_at,
             )  # by another process: no local nudge
@@ -136,13 +136,13 @@ def test_the_look_misses_no_work(service: tuple[Rota, Rota], clock: VirtualClock
             await eventually(lambda: any(kind == "tick" for kind, _ in ran))
             (fired,) = [at for kind, at in ran if kind == "tick"]
             assert fired - tick <= timedelta(seconds=POLL)
-            stuck = other.store.enqueue(
+            stuck = other.store.jobs.enqueue(
                 [NewJob(task="work", payload='{"v":1,"args":[],"kwargs":{}}', run_at=clock.now())],
                 clock.now(),
             )[0]
             now = clock.now()
             until = now + timedelta(seconds=30)
-            (claimed,) = other.store.claim("dead", ["default"], ["work"], 1, now, until)
+            (claimed,) = other.store.jobs.claim("dead", ["default"], ["work"], 1, now, until)
             assert claimed.id == stuck
             await polls(clock, 31, idle=False)
             await eventually(lambda: other.job(stuck).state is JobState.SUCCEEDED)

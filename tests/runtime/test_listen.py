@@ -67,7 +67,7 @@ def test_a_job_queued_elsewhere_starts_without_a_poll_even_after_the_listener_is
         ran.append(ctx.job_id)
 
     def queue_elsewhere() -> int:
-        (job_id,) = other.store.enqueue([NewJob("work", PAYLOAD, run_at=START)], START)
+        (job_id,) = other.store.jobs.enqueue([NewJob("work", PAYLOAD, run_at=START)], START)
         return job_id
 
     async def scenario() -> None:

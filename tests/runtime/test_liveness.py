@@ -31,13 +31,13 @@ def row(worker_id: str, heartbeat_at: datetime) -> WorkerInfo:
 def test_the_prune_lease_holder_deletes_rows_of_workers_dead_past_retention(rota: Rota) -> None:
     rota.jobs()  # migrates
     retention = Retention(workers=timedelta(hours=1))
-    rota.store.register_worker(row("long-dead", START - timedelta(hours=1, seconds=1)))
-    rota.store.register_worker(row("just-dead", START - timedelta(minutes=5)))
-    rota.store.register_worker(row("live", START))
-    assert rota.store.acquire_lease("prune", "other", START, START + LEASE)
+    rota.store.cluster.register_worker(row("long-dead", START - timedelta(hours=1, seconds=1)))
+    rota.store.cluster.register_worker(row("just-dead", START - timedelta(minutes=5)))
+    rota.store.cluster.register_worker(row("live", START))
+    assert rota.store.cluster.acquire_lease("prune", "other", START, START + LEASE)
     assert prune_if_leased(rota.store, "me", retention, START, LEASE) is None
-    assert len(rota.store.workers(EPOCH)) == 3, "only the lease holder prunes"
+    assert len(rota.store.cluster.workers(EPOCH)) == 3, "only the lease holder prunes"
     later = START + LEASE + timedelta(seconds=1)
     assert prune_if_leased(rota.store, "me", retention, later, LEASE) == 0
-    kept = [w.id for w in rota.store.workers(EPOCH)]
+    kept = [w.id for w in rota.store.cluster.workers(EPOCH)]
     assert kept == ["just-dead", "live"], "dead within the retention: kept, listed as dead"

@@ -146,11 +146,12 @@ def test_the_claim_loop_of_a_started_worker_passes_an_unreadable_row(
 
 
 class Failing:
-    """A store whose ``method`` raises ``error`` while ``failures`` lasts; the rest is real."""
+    """A store whose ``method`` (a sub-store's, as ``"jobs.claim"``) raises ``error`` while
+    ``failures`` lasts; the rest is real."""
 
     def __init__(self, store: object, method: str, error: BaseException, failures: int) -> None:
         self._store = store
-        self._method = method
+        self._path = method.split(".")
         self._error = error
         self.failures = failures
         self.calls = 0
@@ -160,10 +161,27 @@ class Failing:
         if self.failures:
             self.failures -= 1
             raise self._error
-        return getattr(self._store, self._method)(*args)
+        target: Any = self._store
+        for name in self._path:
+            target = getattr(target, name)
+        return target(*args)
 
     def __getattr__(self, name: str) -> Any:
-        return self._call if name == self._method else getattr(self._store, name)
+        if name != self._path[0]:
+            return getattr(self._store, name)
+        if len(self._path) == 1:
+            return self._call
+        return Part(getattr(self._store, name), self._path[1], self._call)
+
+
+class Part:
+    """A sub-store whose ``method`` is ``call``."""
+
+    def __init__(self, part: object, method: str, call: Callable[..., Any]) -> None:
+        self._part, self._method, self._call = part, method, call
+
+    def __getattr__(self, name: str) -> Any:
+        return self._call if name == self._method else getattr(self._part, name)
 
 
 @pytest.fixture
@@ -213,7 +231,7 @@ def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
     async def noop(ctx: JobContext) -> None:
         pass
 
-    store = Failing(rota.store, "claim", ZeroDivisionError("a bug in a claim"), failures=3)
+    store = Failing(rota.store, "jobs.claim", ZeroDivisionError("a bug in a claim"), failures=3)
 
     async def scenario() -> None:
         worker = worker_on(rota, clock, threads, store)
@@ -234,7 +252,11 @@ def test_the_claim_loop_logs_an_unexpected_error_backs_off_and_claims_again(
     assert_loop_errors(caplog, 3, "claim loop")
 
 
-LOOP_CALLS = [("heartbeat", "heartbeat"), ("prune", "acquire_lease"), ("report", "complete")]
+LOOP_CALLS = [
+    ("heartbeat", "jobs.heartbeat"),
+    ("prune", "cluster.acquire_lease"),
+    ("report", "jobs.complete"),
+]
 
 
 @pytest.mark.parametrize(("loop", "method"), LOOP_CALLS)
@@ -305,7 +327,7 @@ def test_a_claim_loop_that_ends_stops_the_heartbeat_and_marks_the_worker_dead(
     virtual: tuple[Rota, VirtualClock, ThreadPoolExecutor], caplog: pytest.LogCaptureFixture
 ) -> None:
     rota, clock, threads = virtual
-    store = Failing(rota.store, "claim", Wedged("the claim loop cannot go on"), failures=1)
+    store = Failing(rota.store, "jobs.claim", Wedged("the claim loop cannot go on"), failures=1)
 
     @rota.task
     async def noop(ctx: JobContext) -> None:
@@ -315,10 +337,10 @@ def test_a_claim_loop_that_ends_stops_the_heartbeat_and_marks_the_worker_dead(
         worker = worker_on(rota, clock, threads, store)
         await worker.start()
         await eventually(worker.dead.is_set)
-        (registered,) = rota.store.workers(START)
+        (registered,) = rota.store.cluster.workers(START)
         clock.advance(60)  # six heartbeat intervals: none is written
         await asyncio.sleep(0.2)
-        (after,) = rota.store.workers(START)
+        (after,) = rota.store.cluster.workers(START)
         assert after.heartbeat_at == registered.heartbeat_at
         await worker.stop(grace=0)
 

@@ -25,7 +25,7 @@ LEASE = 30.0
 def stalling(rota: Rota, clock: FakeClock, meanwhile: Callable[[int], None]) -> None:
     """Make ``rota``'s claims return after the lease ran out, ``meanwhile`` having been done
     to each job claimed."""
-    claim = rota.store.claim
+    claim = rota.store.jobs.claim
 
     def slow_claim(*arguments: Any) -> Any:
         jobs = claim(*arguments)
@@ -35,7 +35,7 @@ def stalling(rota: Rota, clock: FakeClock, meanwhile: Callable[[int], None]) -> 
             meanwhile(job.id)
         return jobs
 
-    rota.store.claim = slow_claim  # type: ignore[method-assign,assignment]
+    rota.store.jobs.claim = slow_claim  # type: ignore[method-assign,assignment]
 
 
 def test_a_claim_that_outlived_its_lease_renews_it_and_runs_the_job_once(

@@ -51,7 +51,7 @@ class Parts:
         return hand_built(self.rota, executor, settings)
 
     def job(self, job_id: int) -> Job:
-        found = self.rota.store.job(job_id)
+        found = self.rota.store.reads.job(job_id)
         assert found is not None
         return found
 
@@ -111,7 +111,7 @@ def test_heartbeats_keep_a_long_job_leased_for_ten_lease_periods(parts: Parts) -
             await waiting(parts.clock, LEASE / 3)
             renewed = lease_until(parts.clock.now() + timedelta(seconds=LEASE / 3), LEASE)
             await advance(parts.clock, LEASE / 3, partial(leased_until, parts, job_id, renewed))
-        assert parts.rota.store.expired_leases(parts.clock.now(), 10) == []
+        assert parts.rota.store.jobs.expired_leases(parts.clock.now(), 10) == []
         release.set()
         await eventually(lambda: parts.job(job_id).state is JobState.SUCCEEDED)
         job = parts.job(job_id)
@@ -164,7 +164,7 @@ def test_a_dead_workers_job_is_rescued_once_its_lease_expires(parts: Parts) -> N
     async def scenario() -> None:
         job_id = parts.rota.queue(work)
         now = parts.clock.now()
-        (claimed,) = parts.rota.store.claim(
+        (claimed,) = parts.rota.store.jobs.claim(
             "dead-worker", ["default"], ["work"], 1, now, lease_until(now, LEASE)
         )
         worker = parts.worker()
@@ -209,7 +209,7 @@ def test_the_grace_period_of_a_stop_is_virtual_too(parts: Parts) -> None:
 
 
 def ran_and_recorded(parts: Parts, ticks: list[datetime | None], expected: list[datetime]) -> bool:
-    return ticks == expected and not parts.rota.store.jobs([JobState.RUNNING], limit=None)
+    return ticks == expected and not parts.rota.store.reads.jobs([JobState.RUNNING], limit=None)
 
 
 SCHEDULER_POLL = 0.7

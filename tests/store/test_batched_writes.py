@@ -22,7 +22,7 @@ from tests.store.contract.support import claim, new
 def test_successes_with_results_are_one_update_each_with_its_own_result(db: Database) -> None:
     store = open_store(db.url, db.prefix)
     store.migrate()
-    ids = store.enqueue([new() for _ in range(30)], START)
+    ids = store.jobs.enqueue([new() for _ in range(30)], START)
     assert sorted(claim(store, limit=30)) == sorted(ids)
     done = [
         Transition(job_id, JobState.RUNNING, JobState.SUCCEEDED, 1, START, result=f'{{"n":{i}}}')
@@ -40,11 +40,11 @@ def test_successes_with_results_are_one_update_each_with_its_own_result(db: Data
     engine = store.engine
     event.listen(engine, "before_cursor_execute", count)
     try:
-        assert len(store.complete("w1", done, START)) == 30
+        assert len(store.jobs.complete("w1", done, START)) == 30
     finally:
         event.remove(engine, "before_cursor_execute", count)
     assert len(updates) == 1, updates
-    stored = [store.job(job_id) for job_id in ids]
+    stored = [store.reads.job(job_id) for job_id in ids]
     assert [job.result if job else None for job in stored] == [{"n": i} for i in range(30)]
     store.dispose()
 

@@ -112,24 +112,26 @@ def assert_indexed(store: SqlStore, call: Callable[[], object]) -> None:
 
 SINCE = START - FINISHED_WINDOW
 CALLS: dict[str, Callable[[Store], object]] = {
-    "counts": lambda store: store.counts(SINCE),
+    "counts": lambda store: store.finished.counts(SINCE),
     "schedule stats": lambda store: store.schedules.stats(SINCE),
-    "stranded": lambda store: store.stranded(START),
-    "live jobs": lambda store: store.jobs(states=LIVE, limit=100),
-    "every live job": lambda store: store.jobs(states=LIVE, limit=None),
-    "running summaries": lambda store: store.summaries(states=(JobState.RUNNING,), limit=10_000),
-    "finished per hour": lambda store: store.finished_per_period(
+    "stranded": lambda store: store.reads.stranded(START),
+    "live jobs": lambda store: store.reads.jobs(states=LIVE, limit=100),
+    "every live job": lambda store: store.reads.jobs(states=LIVE, limit=None),
+    "running summaries": lambda store: store.reads.summaries(
+        states=(JobState.RUNNING,), limit=10_000
+    ),
+    "finished per hour": lambda store: store.reads.finished_per_period(
         [START - timedelta(hours=24 - n) for n in range(25)]
     ),
     # Not inspection, but as bound to the history: an idle worker sends it every poll.
     "idle outlook": lambda store: store.outlook(["default"], ["t"], START),
     # Its paused-queue subquery must leave the claim index to the jobs.
-    "claim": lambda store: store.claim("w", ["default"], ["t"], 1, START, START),
+    "claim": lambda store: store.jobs.claim("w", ["default"], ["t"], 1, START, START),
     # A lease that ended or that there is none of.
-    "expired leases": lambda store: store.expired_leases(START, 100),
+    "expired leases": lambda store: store.jobs.expired_leases(START, 100),
     # rota check reads every unfinished job, found by state ranges around the final ones.
     "unreadable rows": lambda store: store.unreadable(1000),
-    "unknown states": lambda store: store.jobs(states=(JobState.UNKNOWN,), limit=None),
+    "unknown states": lambda store: store.reads.jobs(states=(JobState.UNKNOWN,), limit=None),
 }
 
 

@@ -41,14 +41,14 @@ MINUTE = timedelta(minutes=1)
 
 def every_upsert(store: SqlStore) -> None:
     """Each operation of the store that writes ``INSERT ... ON DUPLICATE KEY UPDATE``."""
-    (parent,) = store.enqueue([new()], START)
-    store.enqueue([new(unique_key="order:1")], START)
-    store.enqueue([dataclasses.replace(new(), depends_on=(parent,))], START)
-    store.enqueue([dataclasses.replace(new("flow"), concurrency_key="c", rate_key="r")], START)
+    (parent,) = store.jobs.enqueue([new()], START)
+    store.jobs.enqueue([new(unique_key="order:1")], START)
+    store.jobs.enqueue([dataclasses.replace(new(), depends_on=(parent,))], START)
+    store.jobs.enqueue([dataclasses.replace(new("flow"), concurrency_key="c", rate_key="r")], START)
     limits = {"flow": FlowLimits("flow", concurrency=1, rate=Rate(5, 1))}
-    assert store.claim("w1", [DEFAULT_QUEUE], ["flow"], 1, START, START + LEASE, limits)
-    assert store.acquire_lease("prune", "w1", START, START + LEASE)
-    assert store.set_queues_paused(["reports"], True, START) == ["reports"]
+    assert store.jobs.claim("w1", [DEFAULT_QUEUE], ["flow"], 1, START, START + LEASE, limits)
+    assert store.cluster.acquire_lease("prune", "w1", START, START + LEASE)
+    assert store.cluster.set_queues_paused(["reports"], True, START) == ["reports"]
     spec = ScheduleSpec("nightly", "t", "* * * * *", "UTC", "{}", "default", 0, ScheduleSource.CODE)
     schedule, _ = store.schedules.upsert(spec, START, START, "code")
     assert schedule is not None

@@ -121,10 +121,10 @@ def examine(rota: Rota, report: Report) -> None:
         return
     reading = store.server_clock()  # the time line of leases, as the workers read it
     report.checked_at = reading.remote if reading is not None else report.checked_at
-    every = store.workers(EVER)
+    every = store.cluster.workers(EVER)
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
-    report.stranded = store.stranded(report.checked_at)
+    report.stranded = store.reads.stranded(report.checked_at)
     report.failing = [schedule for schedule in store.schedules.all(LIVE) if schedule.failing]
     report.problems += [
         f"{ErrorCode.SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its "

@@ -173,7 +173,7 @@ def run_now(name: str, url: str | None, table_prefix: str) -> None:
     with connected(url, table_prefix) as rota:
         job_id = rota.run_now(name)
         task = rota.job(job_id).task
-        live = rota.store.workers(rota.clock.now())
+        live = rota.store.cluster.workers(rota.clock.now())
     say(f"queued job {job_id} of schedule {name!r} (task {task})")
     if not any(task in worker.tasks for worker in live):
         say(

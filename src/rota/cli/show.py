@@ -67,7 +67,7 @@ def jobs(
 ) -> None:
     """List jobs, newest first."""
     with connected(url, table_prefix) as rota:
-        found = rota.store.jobs(
+        found = rota.store.reads.jobs(
             states=[JobState(state) for state in states], task=task, queue=queue, limit=limit
         )
     if as_json:
@@ -110,7 +110,7 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     """Show one job in full: arguments, timings, schedule, every attempt's error."""
     with connected(url, table_prefix) as rota:
         found = rota.job(job_id)
-        needed_by = rota.store.dependents(job_id)
+        needed_by = rota.store.reads.dependents(job_id)
     if as_json:
         emit_json({**job_dict(found, full=True), "needed_by": needed_by})
         return

@@ -47,7 +47,7 @@ class RotaCollector:
                     by_queue.add_metric([queue, state_name], count)
         yield by_queue
 
-        workers = self.rota.store.workers(self.rota.clock.now())
+        workers = self.rota.store.cluster.workers(self.rota.clock.now())
         yield GaugeMetricFamily(
             "rota_workers_live",
             "Workers that missed fewer than two heartbeats.",

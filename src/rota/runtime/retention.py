@@ -33,7 +33,7 @@ def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
     """Delete jobs finished longer ago than their retention, and schedule history entries older
     than the failed jobs' retention; return how many jobs.  The jobs finished up to an hour ago
     are folded into the tallies of exact counts first."""
-    store.fold_finished(now - FOLD_LAG)
+    store.finished.fold(now - FOLD_LAG)
     pruned = 0
     groups = (
         ((JobState.SUCCEEDED,), retention.succeeded),
@@ -41,7 +41,7 @@ def prune_finished(store: Store, retention: Retention, now: datetime) -> int:
     )
     for states, keep in groups:
         for _ in range(retention.max_batches):
-            deleted = store.prune(states, now - keep, retention.batch)
+            deleted = store.finished.prune(states, now - keep, retention.batch)
             pruned += deleted
             if deleted < retention.batch:
                 break
@@ -59,8 +59,8 @@ def prune_if_leased(
     Rows of workers dead for longer than ``retention.workers`` go too (a worker killed with
     SIGKILL never unregisters), and flow-limit key rows not written for ``retention.limits``
     (a batch a pass); their count is not in the jobs' count returned."""
-    if not store.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
+    if not store.cluster.acquire_lease(PRUNE_LEASE, owner, now, now + lease):
         return None
-    store.prune_workers(now - retention.workers)
-    store.prune_limits(now - retention.limits, retention.batch)
+    store.cluster.prune_workers(now - retention.workers)
+    store.jobs.prune_limits(now - retention.limits, retention.batch)
     return prune_finished(store, retention, now)

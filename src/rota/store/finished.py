@@ -49,7 +49,7 @@ class SqlFinished:
         self.mark = database.schema.tally_mark
         self.dependencies = SqlDependencies(database)
 
-    def counts(self, finished_since: datetime | None) -> Counts:
+    def counts(self, finished_since: datetime | None = None) -> Counts:
         """Every live job, and the finished ones: all of them (tallies before the mark, the
         index after it), or those that finished at or after ``finished_since``."""
         jobs, mark, tallies = self.jobs, self.mark, self.tallies

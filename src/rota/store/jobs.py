@@ -342,6 +342,9 @@ class SqlJobs:
 
         return self.database.transaction(work, idempotent=False)
 
+    def prune_limits(self, before: datetime, limit: int) -> int:
+        return self.flow.prune(before, limit)
+
     def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:
         """Move a job from ``source`` to ``target`` if it is still there (``pause``/``resume``);
         ``None`` when there is no such job."""

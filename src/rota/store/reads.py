@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import Select, func, literal, select, union_all
 from sqlalchemy.engine import Connection
 
-from rota.core.model import MAX_JOB_ID, Job, JobState, seen_state
+from rota.core.model import MAX_JOB_ID, Job, JobState, Stranded, seen_state
 from rota.store.base import DEPENDENTS_LISTED
-from rota.store.cluster import paused_names
+from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, in_states, to_job
@@ -33,8 +33,9 @@ SUMMARY = [
 
 
 class SqlReads:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, cluster: SqlCluster) -> None:
         self.database = database
+        self.cluster = cluster
         self.table = database.schema.jobs
         self.dependencies = SqlDependencies(database)
 
@@ -163,6 +164,10 @@ class SqlReads:
         jobs = self.table
         query = select(jobs.c.queue).where(jobs.c.state.in_(WAITING)).distinct()
         return {queue for (queue,) in self.database.fetch(query)}
+
+    def stranded(self, alive_at: datetime) -> list[Stranded]:
+        workers = self.cluster.workers(alive_at)
+        return Stranded.among(self.pending_by_task_and_queue(), workers)
 
     def pending_by_task_and_queue(self) -> list[tuple[str, str, int]]:
         jobs = self.table

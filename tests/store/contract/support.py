@@ -47,20 +47,20 @@ def claim(
     tasks: tuple[str, ...] = ("t",),
     queues: tuple[str, ...] = (DEFAULT_QUEUE,),
 ) -> list[int]:
-    return [job.id for job in store.claim(worker, queues, tasks, limit, now, now + LEASE)]
+    return [job.id for job in store.jobs.claim(worker, queues, tasks, limit, now, now + LEASE)]
 
 
 def claimed(store: Store, job_id: int, worker: str = "w1", now: datetime = START) -> Job:
     """Claim ``job_id``, which must be the first due job of its task in its queue."""
-    job = store.job(job_id)
+    job = store.reads.job(job_id)
     assert job is not None
-    (running,) = store.claim(worker, [job.queue], [job.task], 1, now, now + LEASE)
+    (running,) = store.jobs.claim(worker, [job.queue], [job.task], 1, now, now + LEASE)
     assert running.id == job_id
     return running
 
 
 def state(store: Store, job_id: int) -> JobState | None:
-    job = store.job(job_id)
+    job = store.reads.job(job_id)
     return job.state if job is not None else None
 
 

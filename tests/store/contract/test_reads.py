@@ -18,30 +18,30 @@ BIG = '{"v":1,"args":["' + "x" * 100_000 + '"],"kwargs":{}}'
 
 
 def test_summaries_are_the_jobs_without_arguments_newest_first(store: Store) -> None:
-    a, b, c, d = store.enqueue(
+    a, b, c, d = store.jobs.enqueue(
         [dataclasses.replace(new(), payload=BIG), new("u"), new(queue="mail"), new()], START
     )
     failed = claimed(store, a)
-    store.complete("w1", [outcome(failed, OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(failed, OutcomeKind.FAILED)], START)
     claimed(store, d)
-    assert [s.id for s in store.summaries()] == [d, c, b, a]
-    assert [s.id for s in store.summaries(limit=2, offset=1)] == [c, b]
-    assert [s.id for s in store.summaries(limit=None, offset=3)] == [a]
-    assert [s.id for s in store.summaries(states=(JobState.FAILED,))] == [a]
-    assert [s.id for s in store.summaries(task="u")] == [b]
-    assert [s.id for s in store.summaries(queue="mail")] == [c]
-    assert [s.id for s in store.summaries(job_id=b)] == [b]
-    assert store.summaries(job_id=10**9) == []
-    for summary in store.summaries():
-        job = store.job(summary.id)
+    assert [s.id for s in store.reads.summaries()] == [d, c, b, a]
+    assert [s.id for s in store.reads.summaries(limit=2, offset=1)] == [c, b]
+    assert [s.id for s in store.reads.summaries(limit=None, offset=3)] == [a]
+    assert [s.id for s in store.reads.summaries(states=(JobState.FAILED,))] == [a]
+    assert [s.id for s in store.reads.summaries(task="u")] == [b]
+    assert [s.id for s in store.reads.summaries(queue="mail")] == [c]
+    assert [s.id for s in store.reads.summaries(job_id=b)] == [b]
+    assert store.reads.summaries(job_id=10**9) == []
+    for summary in store.reads.summaries():
+        job = store.reads.job(summary.id)
         assert job is not None
         common = {f.name for f in dataclasses.fields(summary)} - {"last_error", "failures"}
         assert {n: getattr(summary, n) for n in common} == {n: getattr(job, n) for n in common}
         assert summary.last_error == (job.errors[-1] if job.errors else None)
         assert summary.failures == len(job.errors)
-    (summary,) = store.summaries(job_id=a)
+    (summary,) = store.reads.summaries(job_id=a)
     assert summary.last_error is not None and summary.last_error.message == "boom"
-    (running,) = store.summaries(states=(JobState.RUNNING,))
+    (running,) = store.reads.summaries(states=(JobState.RUNNING,))
     assert (running.id, running.lease_owner) == (d, "w1")
 
 
@@ -49,9 +49,9 @@ def test_last_scheduled_is_the_newest_job_of_each_schedule(store: Store) -> None
     def tick(name: str, n: int) -> NewJob:
         return new(schedule=name, scheduled_at=START + n * HOUR)
 
-    old_a, b, new_a = store.enqueue([tick("a", 2), tick("b", 1), tick("a", 1)], START)
-    store.enqueue([new()], START)
-    last = store.last_scheduled()
+    old_a, b, new_a = store.jobs.enqueue([tick("a", 2), tick("b", 1), tick("a", 1)], START)
+    store.jobs.enqueue([new()], START)
+    last = store.reads.last_scheduled()
     assert sorted(last) == ["a", "b"]
     assert (last["a"].id, last["b"].id) == (new_a, b), "the newest by id, not by tick"
     assert last["a"].schedule == "a" and last["a"].state is JobState.PENDING
@@ -60,7 +60,7 @@ def test_last_scheduled_is_the_newest_job_of_each_schedule(store: Store) -> None
 
 def test_finished_per_period_counts_final_states_in_half_open_periods(store: Store) -> None:
     bounds = [START, START + HOUR, START + 2 * HOUR, START + 3 * HOUR]
-    assert store.finished_per_period(bounds) == {
+    assert store.reads.finished_per_period(bounds) == {
         "succeeded": [0, 0, 0],
         "failed": [0, 0, 0],
         "cancelled": [0, 0, 0],
@@ -73,47 +73,51 @@ def test_finished_per_period_counts_final_states_in_half_open_periods(store: Sto
         START + 3 * HOUR - MICROSECOND,  # the third's last
         START + 3 * HOUR,  # after the last period
     ]
-    ids = store.enqueue([new(at=START - 2 * HOUR) for _ in range(len(moments) + 4)], START)
+    ids = store.jobs.enqueue([new(at=START - 2 * HOUR) for _ in range(len(moments) + 4)], START)
     for job_id, at in zip(ids[: len(moments)], moments, strict=True):
         job = claimed(store, job_id, now=at - HOUR)
-        store.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, at)], at)
+        store.jobs.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, at)], at)
     failed = claimed(store, ids[6], now=START)
-    store.complete("w1", [outcome(failed, OutcomeKind.FAILED, START + HOUR)], START + HOUR)
-    store.cancel(ids[7], START + 2 * HOUR)
+    store.jobs.complete("w1", [outcome(failed, OutcomeKind.FAILED, START + HOUR)], START + HOUR)
+    store.jobs.cancel(ids[7], START + 2 * HOUR)
     claimed(store, ids[8], now=START + HOUR)  # running: not finished
-    assert store.finished_per_period(bounds) == {
+    assert store.reads.finished_per_period(bounds) == {
         "succeeded": [2, 1, 1],
         "failed": [0, 1, 0],
         "cancelled": [0, 0, 1],
     }
-    assert store.finished_per_period(bounds[1:3]) == {
+    assert store.reads.finished_per_period(bounds[1:3]) == {
         "succeeded": [1],
         "failed": [1],
         "cancelled": [0],
     }
-    assert store.finished_per_period([START]) == {"succeeded": [], "failed": [], "cancelled": []}
+    assert store.reads.finished_per_period([START]) == {
+        "succeeded": [],
+        "failed": [],
+        "cancelled": [],
+    }
 
 
 def test_job_state_is_the_state_job_shows(store: Store) -> None:
-    mail, held, paused, done, failed = store.enqueue(
+    mail, held, paused, done, failed = store.jobs.enqueue(
         [new(queue="mail"), new(), new(), new(), dataclasses.replace(new(), payload=BIG)], START
     )
-    store.set_queues_paused(["mail"], True, START)
-    store.set_job_state(paused, JobState.PENDING, JobState.PAUSED)
+    store.cluster.set_queues_paused(["mail"], True, START)
+    store.jobs.set_job_state(paused, JobState.PENDING, JobState.PAUSED)
     claimed(store, held)
-    store.complete("w1", [outcome(claimed(store, done), OutcomeKind.SUCCEEDED)], START)
-    store.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, done), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
     for job_id in (mail, held, paused, done, failed):
-        job = store.job(job_id)
-        assert job is not None and store.job_state(job_id) is job.state
-    assert [store.job_state(job_id) for job_id in (mail, held, paused, done, failed)] == [
+        job = store.reads.job(job_id)
+        assert job is not None and store.reads.job_state(job_id) is job.state
+    assert [store.reads.job_state(job_id) for job_id in (mail, held, paused, done, failed)] == [
         JobState.PAUSED,
         JobState.RUNNING,
         JobState.PAUSED,
         JobState.SUCCEEDED,
         JobState.FAILED,
     ]
-    store.set_queues_paused(["mail"], False, START)
-    assert store.job_state(mail) is JobState.PENDING
+    store.cluster.set_queues_paused(["mail"], False, START)
+    assert store.reads.job_state(mail) is JobState.PENDING
     for missing in (10**9, 0, -1, 2**63):
-        assert store.job_state(missing) is None
+        assert store.reads.job_state(missing) is None

@@ -104,7 +104,7 @@ def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: Sched
     fired = schedules.get("nightly")
     assert fired is not None and (fired.next_run_at, fired.last_run_at) == (START + MINUTE, START)
     assert schedules.fire(schedule, START + MINUTE, tick(), START) is False
-    assert [(j.schedule, j.scheduled_at) for j in store.jobs()] == [("nightly", START)]
+    assert [(j.schedule, j.scheduled_at) for j in store.reads.jobs()] == [("nightly", START)]
     assert schedules.next_due() == START + MINUTE
 
 
@@ -125,16 +125,16 @@ def test_concurrent_fires_of_one_tick_enqueue_one_job(
     for thread in threads:
         thread.join()
     assert sorted(results) == [False, False, False, True]
-    assert len(store.jobs()) == 1
+    assert len(store.reads.jobs()) == 1
 
 
 def test_a_tick_whose_job_exists_is_skipped_but_the_schedule_advances(
     store: Store, schedules: ScheduleStore
 ) -> None:
     schedule = upsert(schedules, spec(), START, START)
-    store.enqueue(tick(), START)  # another instance's job of the same tick
+    store.jobs.enqueue(tick(), START)  # another instance's job of the same tick
     assert schedules.fire(schedule, START + MINUTE, tick(), START)
-    assert len(store.jobs()) == 1
+    assert len(store.reads.jobs()) == 1
     assert schedules.next_due() == START + MINUTE
 
 
@@ -177,13 +177,13 @@ def test_stats_count_runs_failures_and_running_jobs_per_schedule(
 ) -> None:
     upsert(schedules, spec("s"), START, START)
     upsert(schedules, spec("idle"), START, START)
-    ok, bad, running, _waiting = store.enqueue(
+    ok, bad, running, _waiting = store.jobs.enqueue(
         [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(4)], START
     )
-    store.enqueue([new("other")], START)
-    store.complete("w1", [outcome(claimed(store, ok), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.enqueue([new("other")], START)
+    store.jobs.complete("w1", [outcome(claimed(store, ok), OutcomeKind.SUCCEEDED)], START)
     later = START + MINUTE
-    store.complete(
+    store.jobs.complete(
         "w1", [outcome(claimed(store, bad, now=later), OutcomeKind.FAILED, later)], later
     )
     claimed(store, running, now=later + MINUTE)
@@ -197,10 +197,10 @@ def test_stats_count_runs_and_failures_of_the_ticks_since_the_window_only(
     store: Store, schedules: ScheduleStore
 ) -> None:
     upsert(schedules, spec("s"), START, START)
-    old, _newer = store.enqueue(
+    old, _newer = store.jobs.enqueue(
         [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(2)], START
     )
-    store.complete("w1", [outcome(claimed(store, old), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, old), OutcomeKind.FAILED)], START)
     stats = schedules.stats(START + MINUTE)
     assert (stats["s"].runs, stats["s"].failures, stats["s"].running) == (0, 0, 0)
     assert stats["s"].last_run == START, "the last run is the newest started tick, however old"

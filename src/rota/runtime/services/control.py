@@ -58,7 +58,7 @@ class Control:
             resumed = bool(self.schedules.resume(id))
         else:
             schedules = self.schedules.resume(None)
-            queues = self.queues(sorted(self.store.paused_queues()), paused=False)
+            queues = self.queues(sorted(self.store.cluster.paused_queues()), paused=False)
             resumed = bool(queues) or bool(schedules)
         self.gate.wake_scheduler()
         self.gate.wake_worker()
@@ -73,11 +73,11 @@ class Control:
 
     def paused_queues(self) -> list[str]:
         self.gate.ensure_ready()
-        return sorted(self.store.paused_queues())
+        return sorted(self.store.cluster.paused_queues())
 
     def move(self, id: int, source: JobState, target: JobState, event: EventName) -> bool:
         """Move job ``id`` from ``source`` to ``target``; ``event`` announces it if it moved."""
-        moved = self.store.set_job_state(id, source, target)
+        moved = self.store.jobs.set_job_state(id, source, target)
         if moved is None:
             raise JobNotFound(f"job {id} does not exist")
         if moved:
@@ -88,7 +88,7 @@ class Control:
         """Pause or resume these queues; the names whose state changed (each logged)."""
         if not names:
             return []
-        changed = self.store.set_queues_paused(names, paused, self.clock.now())
+        changed = self.store.cluster.set_queues_paused(names, paused, self.clock.now())
         event = EventName.QUEUE_PAUSED if paused else EventName.QUEUE_RESUMED
         for name in changed:
             self.events.emit(event, queue=name)
@@ -102,10 +102,10 @@ class Control:
         if isinstance(id, str):
             return self.schedules.cancel(id)
         checked = job_id(id)
-        applied = self.store.cancel(checked, self.clock.now())
+        applied = self.store.jobs.cancel(checked, self.clock.now())
         if applied is None or not (applied.job_ids or applied.requested):
             return False
-        job = self.store.job(checked)
+        job = self.store.reads.job(checked)
         if job is not None:
             self.announcer.cancelled(job, applied)
         return True
@@ -115,7 +115,7 @@ class Control:
         (``job.retried``, with the attempts it had made)."""
         if job.state not in (JobState.FAILED, JobState.CANCELLED):
             return False
-        retried = self.store.retry(manual_retry(job, self.clock.now()))
+        retried = self.store.finished.retry(manual_retry(job, self.clock.now()))
         if retried:
             self.announcer.retried(job)
         self.gate.wake_worker()
@@ -129,15 +129,19 @@ class Control:
         """The job's record; ``JobNotFound`` (code ``JOB_NOT_FOUND``) if there is none."""
         checked = job_id(id)
         self.gate.ensure_ready()
-        found = self.store.job(checked)
+        found = self.store.reads.job(checked)
         if found is None:
             raise JobNotFound(f"job {checked} does not exist")
         return found
 
     def _known_queues(self) -> list[str]:
-        known = {*self.registry.queues(), *self.configured_queues, *self.store.waiting_queues()}
+        known = {
+            *self.registry.queues(),
+            *self.configured_queues,
+            *self.store.reads.waiting_queues(),
+        }
         known |= {schedule.spec.queue for schedule in self.store.schedules.all()}
-        for worker in self.store.workers(self.clock.now()):
+        for worker in self.store.cluster.workers(self.clock.now()):
             known |= set(worker.queues)
         return sorted(known)
 

@@ -33,7 +33,7 @@ class Enqueuing:
             now = self.clock.now()
             jobs = build(requests, targets, now, self.max_payload_bytes, trace)
             self.gate.ensure_ready()
-            ids = self.store.enqueue(jobs, now, connection=connection)
+            ids = self.store.jobs.enqueue(jobs, now, connection=connection)
         self.gate.wake_worker()
         return ids
 
@@ -44,6 +44,6 @@ class Enqueuing:
 
         def live() -> list[WorkerInfo]:
             self.gate.ensure_ready()
-            return self.store.workers(now)
+            return self.store.cluster.workers(now)
 
         return resolve(task, self.registry, live, self.events)

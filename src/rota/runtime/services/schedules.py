@@ -120,7 +120,7 @@ class ScheduleControl:
         now = self.clock.now()
         empty = payload.encode((), {})
         specs = [code_spec(task, empty) for task in self.registry if task.cron is not None]
-        live = self.store.workers(now)
+        live = self.store.cluster.workers(now)
         live_tasks = {task for worker in live for task in worker.tasks}
         synced = sync_code_schedules(
             self.store.schedules, specs, self.registry.names(), live_tasks, now
@@ -304,7 +304,7 @@ class ScheduleControl:
         held); a cancelled or disabled schedule is refused, it has no rule in force."""
         schedule = self.live(name, "run now")
         now = self.clock.now()
-        (job_id,) = self.store.enqueue([schedule_job(schedule, now, self.registry, None)], now)
+        (job_id,) = self.store.jobs.enqueue([schedule_job(schedule, now, self.registry, None)], now)
         self.gate.wake_worker()
         return job_id
 

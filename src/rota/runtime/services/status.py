@@ -63,8 +63,8 @@ def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     schedules = store.schedules.all(shown)
     stats = store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
     live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-    active = store.summaries(states=live, limit=limit) if limit != 0 else []
-    paused = store.paused_queues() if active else set()
+    active = store.reads.summaries(states=live, limit=limit) if limit != 0 else []
+    paused = store.cluster.paused_queues() if active else set()
     return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
         job_status(job, paused) for job in active
     ]
@@ -84,4 +84,4 @@ class Inspection:
         if finished_since is not None:
             finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
         self.gate.ensure_ready()
-        return self.store.counts(finished_since)
+        return self.store.finished.counts(finished_since)

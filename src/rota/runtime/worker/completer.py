@@ -157,7 +157,7 @@ class Completer:
         progress = self.progress.take_ended(ended) if self.progress is not None else []
         try:
             applied = await self._db(
-                self.store.complete, self.worker_id, batch, self.clock.now(), progress
+                self.store.jobs.complete, self.worker_id, batch, self.clock.now(), progress
             )
         except BaseException as error:
             self.pending[:0] = batch
@@ -207,7 +207,7 @@ class Completer:
             return False
         try:
             now = self.clock.now()
-            await self._db(self.store.heartbeat, self.worker_id, [], now, now)
+            await self._db(self.store.jobs.heartbeat, self.worker_id, [], now, now)
         except StoreError:
             writable = False
         else:

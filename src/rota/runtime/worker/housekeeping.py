@@ -72,7 +72,7 @@ class Housekeeping:
             return jobs
         ids = [job.id for job in jobs]
         renewed = lease_until(now, self.lease_seconds)
-        _, lost = await self._db(self.store.heartbeat, self.worker_id, ids, now, renewed)
+        _, lost = await self._db(self.store.jobs.heartbeat, self.worker_id, ids, now, renewed)
         if lost:
             self.events.log(
                 logger,
@@ -141,11 +141,11 @@ def rescue_expired(
     """Return jobs whose lease expired to ``pending`` (or finish them when out of attempts);
     announce, and count for ``alerts``, those the rescue applied (another rescuer may win some);
     how many."""
-    expired = store.expired_leases(now, batch)
+    expired = store.jobs.expired_leases(now, batch)
     if not expired:
         return 0
     transitions = [rescue(job, now, executor.policy(job.task), executor.rng) for job in expired]
-    applied = store.rescue(transitions, now)
+    applied = store.jobs.rescue(transitions, now)
     pairs = list(zip(expired, transitions, strict=True))
     announcer.rescued(pairs, applied)
     if alerts is not None:

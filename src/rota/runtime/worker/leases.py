@@ -168,7 +168,7 @@ class LeaseKeeper:
             self.timeline.measure()
         now = self.clock.now()
         until = lease_until(now, self.lease_seconds)
-        return self.store.heartbeat(self.worker_id, job_ids, now, until, progress)
+        return self.store.jobs.heartbeat(self.worker_id, job_ids, now, until, progress)
 
 
 def _hand_over(

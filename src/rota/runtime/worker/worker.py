@@ -142,7 +142,7 @@ class Worker:
     def register(self) -> None:
         """Write this worker's row; writing it again replaces it, so a start that waits for
         the database retries it with the rest."""
-        self.store.register_worker(
+        self.store.cluster.register_worker(
             self.settings.describe(self.id, self.executor.registry, self.clock.now())
         )
 
@@ -231,7 +231,7 @@ class Worker:
         await asyncio.gather(*self._loops, return_exceptions=True)
         await asyncio.to_thread(self.leases.stop)
         with contextlib.suppress(StoreError):
-            await self._db(self.store.unregister_worker, self.id)
+            await self._db(self.store.cluster.unregister_worker, self.id)
         self.events.emit(EventName.WORKER_STOPPED, worker=self.id)
 
     def end_grace(self) -> None:
@@ -311,7 +311,14 @@ class Worker:
             now = self.clock.now()
             until = lease_until(now, self.settings.lease_seconds)
             jobs: list[Job] = await self._db(
-                self.store.claim, self.id, pool.queues, self.tasks, free, now, until, self.limits
+                self.store.jobs.claim,
+                self.id,
+                pool.queues,
+                self.tasks,
+                free,
+                now,
+                until,
+                self.limits,
             )
             self.holdings.add(job.id for job in jobs)
             kept = await self.housekeeping.still_held(jobs, until)
