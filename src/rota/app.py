@@ -33,11 +33,11 @@ from rota.runtime.host.signals import run_until_signalled
 from rota.runtime.host.wakeups import ProcessGate, Wakeups
 from rota.runtime.services import actors, control, results
 from rota.runtime.services.control import Control
+from rota.runtime.services.inspection import Inspection
 from rota.runtime.services.queueing import Enqueuing
 from rota.runtime.services.readiness import Readiness
 from rota.runtime.services.results import Completions
 from rota.runtime.services.schedules import ScheduleControl
-from rota.runtime.services.status import Inspection
 from rota.store import CallerConnection, Store, open_store
 from rota.store.urls import describe_url
 from rota.tasks import Handler, TaskDefinition, TaskOptions, TaskRegistry
@@ -275,7 +275,19 @@ class Rota:
     def jobs(self, limit: int | None = None) -> list[JobStatus]:
         """A status per schedule (disabled ones aside), then per pending, paused or running
         job, newest first: every one of them, or the newest ``limit`` jobs."""
-        return self._inspection.jobs(limit)
+        return self._inspection.statuses(limit)
+
+    @property
+    def inspect(self) -> Inspection:
+        """The read-only view tools are built on (``rota check``, ``rota jobs``, the dashboard):
+        the server and its schema, workers, listings, schedules and their stats."""
+        return self._inspection
+
+    def close(self) -> None:
+        """Close the database connections this instance holds (after ``stop``, for a worker); a
+        later call opens new ones, so closing twice is harmless.  For a tool, a script or a
+        test done with its ``Rota``."""
+        self.store.dispose()
 
     def counts(self, *, finished_since: datetime | None = None) -> Counts:
         """Exact job counts by state, queue and task, every job kept included; with

@@ -20,7 +20,6 @@ from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.observe.logs import configure_logging, formatter, held
 from rota.runtime.host.supervisor import supervise, watch_supervisor
-from rota.runtime.retention import Retention, prune_finished
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.urls import scrub
@@ -183,7 +182,7 @@ def run_worker(
     served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
         rota.run(grace=grace, queues=served, concurrency=concurrency)
-        rota.store.dispose()
+        rota.close()
         leave(0)
     except Exception as error:
         if log_format != "json":
@@ -254,7 +253,7 @@ def demo(url: str | None) -> None:
 )
 def prune(url: str | None, table_prefix: str, succeeded_days: float, failed_days: float) -> None:
     """Delete finished jobs older than their retention, in small batches."""
-    retention = Retention(succeeded_days * DAY, failed_days * DAY)
-    with connected(url, table_prefix) as rota:
-        pruned = prune_finished(rota.store, retention, rota.clock.now())
+    kept = {"succeeded_retention": succeeded_days * DAY, "failed_retention": failed_days * DAY}
+    with connected(url, table_prefix, **kept) as rota:
+        pruned = rota.prune()
     click.echo(f"pruned {pruned} finished job(s)")

@@ -88,7 +88,7 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     except RotaError as error:
         report.problems.append(f"{error.code}: {scrub(str(error), target)}")
     finally:
-        rota.store.dispose()
+        rota.close()
     if as_json:
         emit_json(as_dict(report))
         if report.problems:
@@ -100,10 +100,10 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
 
 
 def examine(rota: Rota, report: Report) -> None:
-    store = rota.store
-    report.driver, report.driver_version = store.driver()
+    view = rota.inspect
+    report.driver, report.driver_version = view.driver()
     with reaching(rota):
-        server = store.server_info()
+        server = view.server()
     report.server, report.skip_locked = str(server), server.skip_locked
     report.reached, report.read_only = server.reached, server.read_only
     if server.problem is not None:
@@ -114,24 +114,24 @@ def examine(rota: Rota, report: Report) -> None:
             f"({server.read_only}), so no worker can claim or finish a job there: point the "
             "URL at the primary, or at a proxy or name that follows it"
         )
-    status = store.schema_status()
+    status = view.schema()
     report.schema, report.schema_state = status.revision, status.state
     if status.problem is not None:
         report.problems.append(status.problem)
         return
-    reading = store.server_clock()  # the time line of leases, as the workers read it
+    reading = view.server_clock()  # the time line of leases, as the workers read it
     report.checked_at = reading.remote if reading is not None else report.checked_at
-    every = store.cluster.workers(EVER)
+    every = view.workers(EVER)
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
-    report.stranded = store.reads.stranded(report.checked_at)
-    report.failing = [schedule for schedule in store.schedules.all(LIVE) if schedule.failing]
+    report.stranded = view.stranded(report.checked_at)
+    report.failing = [schedule for schedule in view.schedules(LIVE) if schedule.failing]
     report.problems += [
         f"{ErrorCode.SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its "
         f"last {schedule.failures} tick(s) failed"
         for schedule in report.failing
     ]
-    report.unreadable = store.unreadable(UNREADABLE_LISTED + 1)
+    report.unreadable = view.unreadable(UNREADABLE_LISTED + 1)
     report.problems += [
         visible(
             f"{ErrorCode.UNREADABLE_ROW}: {row.kind} {row.key} cannot be read, so rota leaves "

@@ -174,11 +174,16 @@ def fail(message: str) -> click.ClickException:
     return click.ClickException(message)
 
 
-def build_rota(url: str, table_prefix: str) -> Rota:
-    """A ``Rota`` that reads and controls; it never changes the schema (``rota migrate`` does)."""
+def build_rota(url: str, table_prefix: str, **settings: Any) -> Rota:
+    """A ``Rota`` that reads and controls; it never changes the schema (``rota migrate`` does).
+    ``settings`` are more of ``Rota``'s (``rota prune``'s retention)."""
     try:
         return Rota(
-            url, table_prefix=table_prefix, auto_migrate=False, connect_timeout=CONNECT_TIMEOUT
+            url,
+            table_prefix=table_prefix,
+            auto_migrate=False,
+            connect_timeout=CONNECT_TIMEOUT,
+            **settings,
         )
     except ConfigError as error:
         raise click.UsageError(f"{error.code}: {scrub(str(error), url)}") from error
@@ -217,24 +222,24 @@ def reaching(rota: Rota) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def connected(url: str | None, table_prefix: str) -> Iterator[Rota]:
+def connected(url: str | None, table_prefix: str, **settings: Any) -> Iterator[Rota]:
     """A ``Rota`` on a reachable database whose schema is current; its connections closed after.
 
     Every command that changes a schedule reaches it through here, so this is where the changes
     are recorded as the CLI's (actor ``cli``) rather than each command naming itself."""
     target = url or default_url()
-    rota = build_rota(target, table_prefix)
+    rota = build_rota(target, table_prefix, **settings)
     try:
         with reporting(target):
             with reaching(rota):
-                rota.store.connect()
-            problem = rota.store.schema_status().problem
+                rota.inspect.connect()
+            problem = rota.inspect.schema().problem
             if problem is not None:
                 raise fail(problem)
             with rota.acting_as(ACTOR):
                 yield rota
     finally:
-        rota.store.dispose()
+        rota.close()
 
 
 # -- output ------------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def switch(rota: Rota, which: tuple[str, str | None], *, paused: bool) -> str:
         raise fail(f"schedule {target!r} is {state}: only {source} schedules can be {verb}")
     if paused:
         return f"schedule {target!r} paused: no tick runs until it is resumed"
-    schedule = rota.store.schedules.get(target)
+    schedule = rota.inspect.schedule(target)
     next_run = when(schedule.next_run_at) if schedule is not None else "-"
     return f"schedule {target!r} resumed: next run at {next_run}"
 
@@ -173,7 +173,7 @@ def run_now(name: str, url: str | None, table_prefix: str) -> None:
     with connected(url, table_prefix) as rota:
         job_id = rota.run_now(name)
         task = rota.job(job_id).task
-        live = rota.store.cluster.workers(rota.clock.now())
+        live = rota.inspect.workers()
     say(f"queued job {job_id} of schedule {name!r} (task {task})")
     if not any(task in worker.tasks for worker in live):
         say(
@@ -198,9 +198,9 @@ def single(target: str | None, queue: str | None, every: bool) -> tuple[str, str
 
 
 def names(rota: Rota, state: ScheduleState) -> list[str]:
-    return [schedule.name for schedule in rota.store.schedules.all((state,))]
+    return [schedule.name for schedule in rota.inspect.schedules((state,))]
 
 
 def state_of(rota: Rota, name: str) -> str:
-    schedule: Schedule | None = rota.store.schedules.get(name)
+    schedule: Schedule | None = rota.inspect.schedule(name)
     return schedule.state.value if schedule is not None else "gone"

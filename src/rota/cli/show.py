@@ -67,7 +67,7 @@ def jobs(
 ) -> None:
     """List jobs, newest first."""
     with connected(url, table_prefix) as rota:
-        found = rota.store.reads.jobs(
+        found = rota.inspect.jobs(
             states=[JobState(state) for state in states], task=task, queue=queue, limit=limit
         )
     if as_json:
@@ -110,7 +110,7 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     """Show one job in full: arguments, timings, schedule, every attempt's error."""
     with connected(url, table_prefix) as rota:
         found = rota.job(job_id)
-        needed_by = rota.store.reads.dependents(job_id)
+        needed_by = rota.inspect.dependents(job_id)
     if as_json:
         emit_json({**job_dict(found, full=True), "needed_by": needed_by})
         return
@@ -191,8 +191,8 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
     """
     with connected(url, table_prefix) as rota:
         now = rota.clock.now()
-        found = rota.store.schedules.all()
-        stats = rota.store.schedules.stats(now - FINISHED_WINDOW) if found else {}
+        found = rota.inspect.schedules()
+        stats = rota.inspect.schedule_stats(now - FINISHED_WINDOW) if found else {}
     if as_json:
         emit_json([schedule_dict(s, stats.get(s.name, ScheduleStats()), now) for s in found])
         return

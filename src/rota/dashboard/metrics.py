@@ -47,14 +47,14 @@ class RotaCollector:
                     by_queue.add_metric([queue, state_name], count)
         yield by_queue
 
-        workers = self.rota.store.cluster.workers(self.rota.clock.now())
+        workers = self.rota.inspect.workers()
         yield GaugeMetricFamily(
             "rota_workers_live",
             "Workers that missed fewer than two heartbeats.",
             value=len(workers),
         )
 
-        states = Counter(s.state.value for s in self.rota.store.schedules.all())
+        states = Counter(s.state.value for s in self.rota.inspect.schedules())
         schedules = GaugeMetricFamily("rota_schedules", "Schedules by state.", labels=["state"])
         for schedule_state in ScheduleState:
             schedules.add_metric([schedule_state.value], states.get(schedule_state.value, 0))

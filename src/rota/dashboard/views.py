@@ -110,10 +110,10 @@ def _utc(moment: datetime) -> datetime:
 
 def live_workers(rota: Rota, now: datetime) -> list[dict[str, Any]]:
     """Workers with a recent heartbeat, each with the running jobs it leases."""
-    workers = rota.store.cluster.workers(now)
+    workers = rota.inspect.workers(now)
     running: dict[str, list[JobSummary]] = defaultdict(list)
     if workers:
-        for job in rota.store.reads.summaries(states=(JobState.RUNNING,), limit=RUNNING_LIMIT):
+        for job in rota.inspect.summaries(states=(JobState.RUNNING,), limit=RUNNING_LIMIT):
             if job.lease_owner is not None:
                 running[job.lease_owner].append(job)
     return [
@@ -193,7 +193,7 @@ def overview(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
     hours = chart_hours(now)
     counts = rota.counts(finished_since=now - FINISHED_WINDOW)
-    paused = rota.store.cluster.paused_queues()
+    paused = rota.inspect.paused_queues()
     empty = dict.fromkeys(counts.by_state, 0)
     return {
         "now": now,
@@ -201,9 +201,9 @@ def overview(rota: Rota) -> dict[str, Any]:
         "by_state": counts.by_state,
         "by_queue": dict(sorted({**dict.fromkeys(paused, empty), **counts.by_queue}.items())),
         "paused_queues": paused,
-        "chart": hourly_chart(rota.store.reads.finished_per_period(hours), hours[0]),
+        "chart": hourly_chart(rota.inspect.finished_per_period(hours), hours[0]),
         "workers": live_workers(rota, now),
-        "stranded": rota.store.reads.stranded(now),
+        "stranded": rota.inspect.stranded(now),
     }
 
 
@@ -212,13 +212,13 @@ def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
     that job alone."""
     if query.job_id is not None:
         return {
-            "jobs": rota.store.reads.summaries(job_id=query.job_id, limit=1),
+            "jobs": rota.inspect.summaries(job_id=query.job_id, limit=1),
             "query": query,
             "prev_query": None,
             "next_query": None,
             "states": list(JobState),
         }
-    fetched = rota.store.reads.summaries(
+    fetched = rota.inspect.summaries(
         states=query.states,
         task=query.task,
         queue=query.queue,
@@ -253,9 +253,9 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         took = job.finished_at - job.started_at
     waiting = None
     if job.state is JobState.PENDING:
-        waiting = waiting_reason(job, rota.store.cluster.workers(now))
-    needed_by = rota.store.reads.dependents(job.id)
-    queue_paused = job.queue in rota.store.cluster.paused_queues()
+        waiting = waiting_reason(job, rota.inspect.workers(now))
+    needed_by = rota.inspect.dependents(job.id)
+    queue_paused = job.queue in rota.inspect.paused_queues()
     return {
         "job": job,
         "args": json.dumps(list(job.args), indent=2, ensure_ascii=False),
@@ -299,9 +299,9 @@ def describe(schedule: Schedule) -> str:
 
 def schedules_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
-    schedules = rota.store.schedules.all()
-    stats = rota.store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
-    last_jobs = rota.store.reads.last_scheduled() if stats else {}
+    schedules = rota.inspect.schedules()
+    stats = rota.inspect.schedule_stats(now - FINISHED_WINDOW) if schedules else {}
+    last_jobs = rota.inspect.last_scheduled() if stats else {}
     rows = []
     for schedule in schedules:
         stat = stats.get(schedule.name, ScheduleStats())

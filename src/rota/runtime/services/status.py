@@ -1,17 +1,12 @@
-"""What ``Rota.jobs()`` and ``Rota.counts()`` read: one status per schedule and per pending,
-paused or running job, and job counts, each once the database is reached."""
+"""What ``Rota.jobs()`` lists: one status per schedule and per pending, paused or running job."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
 
-from rota.core import values
-from rota.core.clock import Clock
-from rota.core.model import FINISHED_WINDOW, Counts, JobState, JobStatus
+from rota.core.model import FINISHED_WINDOW, JobState, JobStatus
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
-from rota.errors import InvalidArguments
-from rota.runtime.common import Gate
 from rota.store.base import Store
 from rota.store.values import JobSummary
 
@@ -68,20 +63,3 @@ def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
         job_status(job, paused) for job in active
     ]
-
-
-class Inspection:
-    def __init__(self, store: Store, clock: Clock, gate: Gate) -> None:
-        self.store, self.clock, self.gate = store, clock, gate
-
-    def jobs(self, limit: int | None) -> list[JobStatus]:
-        if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
-        self.gate.ensure_ready()
-        return statuses(self.store, limit, self.clock.now())
-
-    def counts(self, finished_since: datetime | None) -> Counts:
-        if finished_since is not None:
-            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
-        self.gate.ensure_ready()
-        return self.store.finished.counts(finished_since)

@@ -1,0 +1,123 @@
+"""What the application and its tools read, through the façade: ``rota.jobs()`` and
+``rota.counts()``, and ``rota.inspect``, the read-only view the CLI and the dashboard are built
+on (``rota check``, ``rota jobs``, the dashboard's pages), so that none of them holds the store.
+
+``jobs`` and ``counts`` wait until the database is reached, as the application's calls do; the
+tools' reads go straight to the database, since a tool must say what it finds there (a server
+that answers, a schema that is missing) rather than wait for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from rota.core import values
+from rota.core.clock import Clock, ClockReading
+from rota.core.model import Counts, Job, JobState, JobStatus, Stranded, WorkerInfo
+from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
+from rota.errors import InvalidArguments
+from rota.runtime.common import Gate
+from rota.runtime.services.status import statuses
+from rota.store.base import DEPENDENTS_LISTED, Store
+from rota.store.values import JobSummary, SchemaStatus, ServerInfo, UnreadableRow
+
+
+class Inspection:
+    """``rota.inspect``: reads only; times default to now on rota's clock."""
+
+    def __init__(self, store: Store, clock: Clock, gate: Gate) -> None:
+        self.store, self.clock, self.gate = store, clock, gate
+
+    def statuses(self, limit: int | None) -> list[JobStatus]:
+        """``rota.jobs(limit)``, once the database is reached."""
+        if limit is not None:
+            values.check_int(limit, InvalidArguments, "limit", 0)
+        self.gate.ensure_ready()
+        return statuses(self.store, limit, self.clock.now())
+
+    def counts(self, finished_since: datetime | None = None) -> Counts:
+        """``rota.counts(finished_since=...)``, once the database is reached."""
+        if finished_since is not None:
+            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
+        self.gate.ensure_ready()
+        return self.store.finished.counts(finished_since)
+
+    def connect(self) -> ServerInfo:
+        """Reach the server; ``ConfigError`` when rota cannot run on it."""
+        return self.store.connect()
+
+    def server(self) -> ServerInfo:
+        """The server reached, even one rota cannot run on (its ``problem`` says why)."""
+        return self.store.server_info()
+
+    def driver(self) -> tuple[str, str]:
+        """The database driver's name and version; reaches nothing."""
+        return self.store.driver()
+
+    def schema(self) -> SchemaStatus:
+        return self.store.schema_status()
+
+    def server_clock(self) -> ClockReading | None:
+        """The server's clock, the time line of leases; ``None`` where it is this host's."""
+        return self.store.server_clock()
+
+    def workers(self, alive_at: datetime | None = None) -> list[WorkerInfo]:
+        """The workers live at ``alive_at`` (now); ``datetime.min`` in UTC lists every row."""
+        return self.store.cluster.workers(alive_at or self.clock.now())
+
+    def stranded(self, at: datetime | None = None) -> list[Stranded]:
+        """Pending jobs that no worker live at ``at`` (now) can claim, by task and queue."""
+        return self.store.reads.stranded(at or self.clock.now())
+
+    def unreadable(self, limit: int) -> list[UnreadableRow]:
+        return self.store.unreadable(limit)
+
+    def job(self, job_id: int) -> Job | None:
+        return self.store.reads.job(job_id)
+
+    def jobs(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int | None = 100,
+    ) -> list[Job]:
+        """Jobs with their arguments and results, newest first."""
+        return self.store.reads.jobs(states, task, queue, limit)
+
+    def summaries(
+        self,
+        states: Sequence[JobState] = (),
+        task: str | None = None,
+        queue: str | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+        job_id: int | None = None,
+    ) -> list[JobSummary]:
+        """Jobs without their payloads, newest first: listings of any size."""
+        return self.store.reads.summaries(states, task, queue, limit, offset, job_id)
+
+    def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
+        return self.store.reads.dependents(job_id, limit)
+
+    def paused_queues(self) -> set[str]:
+        return self.store.cluster.paused_queues()
+
+    def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
+        return self.store.reads.finished_per_period(bounds)
+
+    def schedules(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]:
+        """By name, those of ``states`` (every one if none given)."""
+        return self.store.schedules.all(states)
+
+    def schedule(self, name: str) -> Schedule | None:
+        return self.store.schedules.get(name)
+
+    def schedule_stats(self, since: datetime) -> dict[str, ScheduleStats]:
+        """Each schedule's runs and failures over the ticks scheduled from ``since``."""
+        return self.store.schedules.stats(since)
+
+    def last_scheduled(self) -> dict[str, JobSummary]:
+        """The newest job each schedule enqueued, by schedule name."""
+        return self.store.reads.last_scheduled()
