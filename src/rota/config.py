@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import TypedDict
 
-from rota.core import payload, values
+from rota.core import checks, payload
 from rota.core.names import check_name
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
@@ -89,17 +89,17 @@ class RotaConfig:
 
     def __post_init__(self) -> None:
         parse_url(self.url)
-        values.check_int(self.concurrency, ConfigError, "concurrency", 1)
-        values.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
-        values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
-        values.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
-        values.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
+        checks.check_int(self.concurrency, ConfigError, "concurrency", 1)
+        checks.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
+        checks.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
+        checks.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
+        checks.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
         if self.alert_after_failures is not None:
-            values.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
+            checks.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
-            values.seconds(getattr(self, name), ConfigError, name, positive=True)
+            checks.seconds(getattr(self, name), ConfigError, name, positive=True)
         for name in ("read_timeout", "write_timeout", "keepalive", "hook_timeout"):
-            number = values.seconds(getattr(self, name), ConfigError, name, positive=True)
+            number = checks.seconds(getattr(self, name), ConfigError, name, positive=True)
             object.__setattr__(self, name, number)
         if self.keepalive < 1 + KEEPALIVE_PROBES:
             raise ConfigError(
@@ -110,9 +110,9 @@ class RotaConfig:
             raise ConfigError("lease_seconds must be at least three poll intervals")
         for queue, limit in (self.queues or {}).items():
             check_name("queue", queue, ConfigError)
-            values.check_int(limit, ConfigError, f"queue {queue!r}'s concurrency", 1)
+            checks.check_int(limit, ConfigError, f"queue {queue!r}'s concurrency", 1)
         for name in ("succeeded_retention", "failed_retention"):
-            period = values.duration(getattr(self, name), ConfigError, name, positive=True)
+            period = checks.duration(getattr(self, name), ConfigError, name, positive=True)
             object.__setattr__(self, name, period)
         if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
             raise ConfigError("catchup_missed and auto_migrate must be True or False")

@@ -195,7 +195,6 @@ class EventLog:
             self.runner.submit(key, event.name, sync_call(hook, event, self.runner))
 
 
-
 def event_name(name: object) -> EventName:
     """The ``EventName`` that ``name`` is or spells; ``ConfigError`` for any other, naming the
     nearest name if one is close."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from rota.core import values
+from rota.core import checks
 from rota.core.clock import Clock
 from rota.core.model import FINISHED_WINDOW, Counts, JobState, JobStatus
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
@@ -76,12 +76,12 @@ class Inspection:
 
     def jobs(self, limit: int | None) -> list[JobStatus]:
         if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
+            checks.check_int(limit, InvalidArguments, "limit", 0)
         self.gate.ensure_ready()
         return statuses(self.store, limit, self.clock.now())
 
     def counts(self, finished_since: datetime | None) -> Counts:
         if finished_since is not None:
-            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
+            finished_since = checks.moment(finished_since, InvalidArguments, "finished_since")
         self.gate.ensure_ready()
         return self.store.counts(finished_since)
