@@ -9,12 +9,16 @@ from datetime import timedelta
 from typing import TypedDict
 
 from rota.core import checks, payload
+from rota.core.connection import (
+    DEFAULT_CONNECTION,
+    DEFAULT_TABLE_PREFIX,
+    KEEPALIVE_PROBES,
+    ConnectionSettings,
+)
 from rota.core.names import check_name
+from rota.core.urls import masked_url, split_url
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
-from rota.store.dialects.base import KEEPALIVE_PROBES, ConnectionSettings
-from rota.store.schema import DEFAULT_TABLE_PREFIX
-from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
@@ -63,12 +67,12 @@ class RotaConfig:
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
-    read_timeout: float = 60.0
+    read_timeout: float = DEFAULT_CONNECTION.read_timeout
     """Seconds one statement may wait for the server's answer before its connection is taken as
     lost (MySQL/MariaDB); above InnoDB's default 50 s lock wait, which rota's writes may incur."""
-    write_timeout: float = 60.0
+    write_timeout: float = DEFAULT_CONNECTION.write_timeout
     """Seconds sending one statement may take (MySQL/MariaDB)."""
-    keepalive: float = 15.0
+    keepalive: float = DEFAULT_CONNECTION.keepalive
     """Seconds within which a connection whose peer went silent (a dropped link, a dead NAT
     entry, a firewall DROP) is found dead by TCP keepalive and ``TCP_USER_TIMEOUT``; at least 4."""
     max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES
@@ -88,7 +92,7 @@ class RotaConfig:
     """Retention periods: a ``timedelta``, or a number of seconds (stored as a ``timedelta``)."""
 
     def __post_init__(self) -> None:
-        parse_url(self.url)
+        split_url(self.url)
         checks.check_int(self.concurrency, ConfigError, "concurrency", 1)
         checks.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
         checks.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
