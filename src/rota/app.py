@@ -22,6 +22,7 @@ from rota.core.clock import Clock, DatabaseClock, SystemClock
 from rota.core.events import EventName
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
+from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.observe.events import EventLog, Hook
 from rota.observe.otel import load_telemetry
@@ -39,7 +40,6 @@ from rota.runtime.services.readiness import Readiness
 from rota.runtime.services.results import Completions
 from rota.runtime.services.schedules import ScheduleControl
 from rota.store import CallerConnection, Store, open_store
-from rota.store.urls import describe_url
 from rota.tasks import Handler, TaskDefinition, TaskOptions, TaskRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])

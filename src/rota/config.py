@@ -8,13 +8,17 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import TypedDict
 
-from rota.core import payload, values
+from rota.core import checks, payload
+from rota.core.connection import (
+    DEFAULT_CONNECTION,
+    DEFAULT_TABLE_PREFIX,
+    KEEPALIVE_PROBES,
+    ConnectionSettings,
+)
 from rota.core.names import check_name
+from rota.core.urls import masked_url, split_url
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
-from rota.store.dialects.base import KEEPALIVE_PROBES, ConnectionSettings
-from rota.store.schema import DEFAULT_TABLE_PREFIX
-from rota.store.urls import masked_url, parse_url
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
@@ -63,12 +67,12 @@ class RotaConfig:
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
     connect_timeout: float = 30.0
-    read_timeout: float = 60.0
+    read_timeout: float = DEFAULT_CONNECTION.read_timeout
     """Seconds one statement may wait for the server's answer before its connection is taken as
     lost (MySQL/MariaDB); above InnoDB's default 50 s lock wait, which rota's writes may incur."""
-    write_timeout: float = 60.0
+    write_timeout: float = DEFAULT_CONNECTION.write_timeout
     """Seconds sending one statement may take (MySQL/MariaDB)."""
-    keepalive: float = 15.0
+    keepalive: float = DEFAULT_CONNECTION.keepalive
     """Seconds within which a connection whose peer went silent (a dropped link, a dead NAT
     entry, a firewall DROP) is found dead by TCP keepalive and ``TCP_USER_TIMEOUT``; at least 4."""
     max_payload_bytes: int = payload.DEFAULT_MAX_PAYLOAD_BYTES
@@ -88,18 +92,18 @@ class RotaConfig:
     """Retention periods: a ``timedelta``, or a number of seconds (stored as a ``timedelta``)."""
 
     def __post_init__(self) -> None:
-        parse_url(self.url)
-        values.check_int(self.concurrency, ConfigError, "concurrency", 1)
-        values.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
-        values.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
-        values.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
-        values.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
+        split_url(self.url)
+        checks.check_int(self.concurrency, ConfigError, "concurrency", 1)
+        checks.check_int(self.max_missed_runs, ConfigError, "max_missed_runs", 0)
+        checks.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
+        checks.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
+        checks.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
         if self.alert_after_failures is not None:
-            values.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
+            checks.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):
-            values.seconds(getattr(self, name), ConfigError, name, positive=True)
+            checks.seconds(getattr(self, name), ConfigError, name, positive=True)
         for name in ("read_timeout", "write_timeout", "keepalive", "hook_timeout"):
-            number = values.seconds(getattr(self, name), ConfigError, name, positive=True)
+            number = checks.seconds(getattr(self, name), ConfigError, name, positive=True)
             object.__setattr__(self, name, number)
         if self.keepalive < 1 + KEEPALIVE_PROBES:
             raise ConfigError(
@@ -110,9 +114,9 @@ class RotaConfig:
             raise ConfigError("lease_seconds must be at least three poll intervals")
         for queue, limit in (self.queues or {}).items():
             check_name("queue", queue, ConfigError)
-            values.check_int(limit, ConfigError, f"queue {queue!r}'s concurrency", 1)
+            checks.check_int(limit, ConfigError, f"queue {queue!r}'s concurrency", 1)
         for name in ("succeeded_retention", "failed_retention"):
-            period = values.duration(getattr(self, name), ConfigError, name, positive=True)
+            period = checks.duration(getattr(self, name), ConfigError, name, positive=True)
             object.__setattr__(self, name, period)
         if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
             raise ConfigError("catchup_missed and auto_migrate must be True or False")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from rota.core import payload, values
+from rota.core import checks, payload
 from rota.core.events import EventName
 from rota.core.model import DEFAULT_QUEUE, MAX_JOB_ID, NewJob, WorkerInfo
 from rota.core.names import check_name
@@ -155,7 +155,7 @@ class _Batch:
         if definition is not None:
             self.check_arguments(target, definition, request)
         if request.priority is not None:
-            values.check_priority(request.priority, InvalidArguments)
+            checks.check_priority(request.priority, InvalidArguments)
         if request.queue is not None:
             check_name("queue", request.queue, InvalidArguments)
         encoded = payload.encode(
@@ -211,8 +211,8 @@ def run_at(request: Enqueue, now: datetime) -> datetime:
     if request.delay is not None and request.run_at is not None:
         raise InvalidArguments("give delay or run_at, not both")
     if request.run_at is not None:
-        return values.moment(request.run_at, InvalidArguments, "run_at")
-    return now if request.delay is None else values.later(now, request.delay, InvalidArguments)
+        return checks.moment(request.run_at, InvalidArguments, "run_at")
+    return now if request.delay is None else checks.later(now, request.delay, InvalidArguments)
 
 
 def task_names(requests: Sequence[Enqueue]) -> list[str]:

@@ -15,7 +15,7 @@ The classes and their codes::
     ├── JobCancelled                JOB_CANCELLED         (rota.result of a cancelled job)
     ├── JobFailed                   JOB_FAILED            (rota.result of a failed job)
     ├── ResultTimeout               RESULT_TIMEOUT        (also TimeoutError)
-    ├── WorkerDied                  WORKER_DIED
+    ├── WorkerDied                  WORKER_DIED           (Rota.run(): the worker stopped itself)
     ├── StoreError                  STORE_ERROR
     │   ├── DatabaseUnavailable     DATABASE_UNAVAILABLE
     │   └── TransientStoreError     TRANSIENT_STORE_ERROR (deadlock, lock wait, lost connection)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rota.core import values
+from rota.core import checks
 from rota.errors import InvalidArguments
 
 
@@ -47,4 +47,4 @@ class Fail(Outcome):
 
 
 def _delay(delay: object, signal: str) -> float:
-    return values.duration(delay, InvalidArguments, f"{signal} delay").total_seconds()
+    return checks.duration(delay, InvalidArguments, f"{signal} delay").total_seconds()

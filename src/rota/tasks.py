@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from rota.core import checks
 from rota.core import limits as limits_
-from rota.core import values
 from rota.core.backoff import ExceptionTypes, RetryPolicy, exception_types
 from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
@@ -92,15 +92,15 @@ class TaskDefinition:
         check_name("queue", self.queue, ConfigError)
         label = f"task {self.name!r}:"
         if self.timeout is not None:
-            values.seconds(self.timeout, ConfigError, f"{label} timeout", positive=True)
-        values.check_int(self.retries, ConfigError, f"{label} retries", 0)
-        values.seconds(self.retry_delay, ConfigError, f"{label} retry_delay")
-        values.seconds(self.retry_cap, ConfigError, f"{label} retry_cap")
-        values.check_priority(self.priority, ConfigError, f"{label} priority")
+            checks.seconds(self.timeout, ConfigError, f"{label} timeout", positive=True)
+        checks.check_int(self.retries, ConfigError, f"{label} retries", 0)
+        checks.seconds(self.retry_delay, ConfigError, f"{label} retry_delay")
+        checks.seconds(self.retry_cap, ConfigError, f"{label} retry_cap")
+        checks.check_priority(self.priority, ConfigError, f"{label} priority")
         if self.max_snoozes is not None:
-            values.check_int(self.max_snoozes, ConfigError, f"{label} max_snoozes", 0)
+            checks.check_int(self.max_snoozes, ConfigError, f"{label} max_snoozes", 0)
         if self.alert_after_failures is not None:
-            values.check_int(
+            checks.check_int(
                 self.alert_after_failures, ConfigError, f"{label} alert_after_failures", 1
             )
         for option in ("retry_on", "no_retry_on"):

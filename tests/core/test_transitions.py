@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from rota.core.backoff import RetryPolicy
 from rota.core.model import AttemptError, Job, JobState
 from rota.core.transitions import (
-    Outcome,
-    OutcomeKind,
     Transition,
+    Verdict,
+    VerdictKind,
     after_attempt,
     manual_retry,
     rescue,
@@ -44,17 +44,17 @@ def running(attempt: int = 1, max_attempts: int | None = 3, **changes: object) -
     return replace(job, **changes)  # type: ignore[arg-type]
 
 
-def failure(attempt: int) -> Outcome:
+def failure(attempt: int) -> Verdict:
     error = AttemptError(attempt, NOW, "EXECUTION_FAILED", "ValueError", "boom")
-    return Outcome(OutcomeKind.FAILED, error)
+    return Verdict(VerdictKind.FAILED, error)
 
 
-def decide(job: Job, outcome: Outcome) -> Transition:
+def decide(job: Job, outcome: Verdict) -> Transition:
     return after_attempt(job, outcome, NOW, POLICY, random.Random(0))
 
 
 def test_success_finishes_the_job() -> None:
-    transition = decide(running(), Outcome(OutcomeKind.SUCCEEDED))
+    transition = decide(running(), Verdict(VerdictKind.SUCCEEDED))
     assert (transition.target, transition.finishes) == (JobState.SUCCEEDED, True)
 
 
@@ -80,13 +80,13 @@ def test_not_retryable_fails_at_once() -> None:
 
 def test_timeout_follows_the_retry_policy() -> None:
     error = AttemptError(1, NOW, "TIMEOUT", "JobTimeout", "slow")
-    transition = decide(running(attempt=1), Outcome(OutcomeKind.TIMED_OUT, error))
+    transition = decide(running(attempt=1), Verdict(VerdictKind.TIMED_OUT, error))
     assert transition.target is JobState.PENDING
     assert transition.new_error is not None and transition.new_error.code == "TIMEOUT"
 
 
 def test_release_gives_the_attempt_back() -> None:
-    transition = decide(running(attempt=2), Outcome(OutcomeKind.RELEASED))
+    transition = decide(running(attempt=2), Verdict(VerdictKind.RELEASED))
     assert (transition.target, transition.attempt, transition.run_at) == (
         JobState.PENDING,
         1,
@@ -159,13 +159,13 @@ def test_manual_retry_of_a_succeeded_job_is_refused() -> None:
         manual_retry(running(state=JobState.SUCCEEDED), NOW)
 
 
-def expected(kind: OutcomeKind, attempt: int, max_attempts: int | None) -> tuple[object, ...]:
+def expected(kind: VerdictKind, attempt: int, max_attempts: int | None) -> tuple[object, ...]:
     """(target, attempt, run_at) after an attempt, from DESIGN.md's rules and ``POLICY``."""
-    if kind is OutcomeKind.SUCCEEDED:
+    if kind is VerdictKind.SUCCEEDED:
         return (JobState.SUCCEEDED, attempt, None)
-    if kind is OutcomeKind.CANCELLED:
+    if kind is VerdictKind.CANCELLED:
         return (JobState.CANCELLED, attempt, None)
-    if kind in (OutcomeKind.RELEASED, OutcomeKind.SNOOZED):
+    if kind in (VerdictKind.RELEASED, VerdictKind.SNOOZED):
         return (JobState.PENDING, attempt - 1, NOW)
     budget = max_attempts if max_attempts is not None else POLICY.retries + 1
     if attempt < budget:
@@ -175,17 +175,17 @@ def expected(kind: OutcomeKind, attempt: int, max_attempts: int | None) -> tuple
 
 
 @given(
-    kind=st.sampled_from(list(OutcomeKind)),
+    kind=st.sampled_from(list(VerdictKind)),
     attempt=st.integers(1, 10),
     max_attempts=st.one_of(st.none(), st.integers(1, 10)),
 )
 def test_every_outcome_takes_its_edge_and_final_states_stamp_the_time(
-    kind: OutcomeKind, attempt: int, max_attempts: int | None
+    kind: VerdictKind, attempt: int, max_attempts: int | None
 ) -> None:
     job = running(attempt=attempt, max_attempts=max_attempts)
-    failing = kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT)
+    failing = kind in (VerdictKind.FAILED, VerdictKind.TIMED_OUT)
     error = AttemptError(attempt, NOW, "X", "X", "x") if failing else None
-    transition = after_attempt(job, Outcome(kind, error), NOW, POLICY, random.Random(0))
+    transition = after_attempt(job, Verdict(kind, error), NOW, POLICY, random.Random(0))
     target, next_attempt, run_at = expected(kind, attempt, max_attempts)
     assert (transition.job_id, transition.source, transition.at) == (7, JobState.RUNNING, NOW)
     assert (transition.target, transition.attempt, transition.run_at) == (

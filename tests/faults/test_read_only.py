@@ -34,7 +34,8 @@ from sqlalchemy.engine import Engine, create_engine
 
 from rota import ConfigError, Enqueue, JobContext, JobState, Rota
 from rota.cli import main
-from rota.store.urls import describe_url, normalise_url
+from rota.core.urls import describe_url
+from rota.store.urls import normalise_url
 from tests.conftest import server_url
 from tests.faults.own_postgres import Cluster, own_postgres
 from tests.faults.servers import free_port

@@ -21,7 +21,7 @@ from typing import Any, cast
 import pytest
 
 from rota.core.model import AttemptError, Job, JobState, ProgressReport
-from rota.core.transitions import Outcome, OutcomeKind, Transition
+from rota.core.transitions import Transition, Verdict, VerdictKind
 from rota.errors import TransientStoreError
 from rota.observe.events import EventLog
 from rota.runtime.announcer import Announcer
@@ -89,8 +89,8 @@ def writer(jobs: object) -> Completer:
 
 def attempt(transition: Transition, of: Job) -> Attempt:
     """The attempt that ended ``of`` with ``transition``."""
-    kind = OutcomeKind.SUCCEEDED if transition.target is JobState.SUCCEEDED else OutcomeKind.FAILED
-    return Attempt(of, Outcome(kind, result=transition.result), transition, 0.0)
+    kind = VerdictKind.SUCCEEDED if transition.target is JobState.SUCCEEDED else VerdictKind.FAILED
+    return Attempt(of, Verdict(kind, result=transition.result), transition, 0.0)
 
 
 def job(job_id: int, errors: tuple[AttemptError, ...] = ()) -> Job:

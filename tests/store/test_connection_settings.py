@@ -17,8 +17,8 @@ from sqlalchemy import text
 
 from rota import Rota
 from rota.config import RotaConfig
+from rota.core.connection import ConnectionSettings
 from rota.errors import ConfigError, TransientStoreError
-from rota.store.dialects.base import ConnectionSettings
 from tests.conftest import Database
 from tests.helpers import sql_store
 

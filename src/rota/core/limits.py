@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from rota.core import values
+from rota.core import checks
 from rota.errors import ConfigError, InvalidArguments
 
 KEY_LENGTH = 255
@@ -220,7 +220,7 @@ def flow_limits(
         return None
     concurrency = None
     if concurrency_limit is not None:
-        concurrency = values.check_int(
+        concurrency = checks.check_int(
             concurrency_limit, ConfigError, f"{label} concurrency_limit", 1
         )
     return FlowLimits(

@@ -32,8 +32,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from rota.core.backoff import RetryPolicy, qualified, retry_delay
+from rota.core.checks import LATEST
 from rota.core.model import AttemptError, Job, JobState
-from rota.core.values import LATEST
 from rota.errors import ErrorCode, InvalidResult
 
 EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
@@ -53,7 +53,7 @@ EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
 )
 
 
-class OutcomeKind(str, Enum):
+class VerdictKind(str, Enum):
     """How one attempt ended, as the executor saw it."""
 
     SUCCEEDED = "succeeded"
@@ -65,8 +65,11 @@ class OutcomeKind(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    kind: OutcomeKind
+class Verdict:
+    """The executor's verdict on one attempt (not ``rota.outcomes``, what a handler raises to
+    decide it): ``after_attempt`` turns it into the job's ``Transition``."""
+
+    kind: VerdictKind
     error: AttemptError | None = None
     retryable: bool = True
     delay: float | None = None
@@ -111,32 +114,32 @@ class Transition:
 
 def after_attempt(
     job: Job,
-    outcome: Outcome,
+    verdict: Verdict,
     now: datetime,
     policy: RetryPolicy,
     rng: random.Random,
 ) -> Transition:
     """Decide where a running job goes once its attempt has ended."""
-    return replace(_after_attempt(job, outcome, now, policy, rng), held=job.attempt)
+    return replace(_after_attempt(job, verdict, now, policy, rng), held=job.attempt)
 
 
 def _after_attempt(
-    job: Job, outcome: Outcome, now: datetime, policy: RetryPolicy, rng: random.Random
+    job: Job, verdict: Verdict, now: datetime, policy: RetryPolicy, rng: random.Random
 ) -> Transition:
-    if outcome.kind is OutcomeKind.SUCCEEDED:
+    if verdict.kind is VerdictKind.SUCCEEDED:
         return Transition(
-            job.id, JobState.RUNNING, JobState.SUCCEEDED, job.attempt, now, result=outcome.result
+            job.id, JobState.RUNNING, JobState.SUCCEEDED, job.attempt, now, result=verdict.result
         )
-    if outcome.kind is OutcomeKind.CANCELLED:
+    if verdict.kind is VerdictKind.CANCELLED:
         return Transition(job.id, JobState.RUNNING, JobState.CANCELLED, job.attempt, now)
-    if outcome.kind is OutcomeKind.RELEASED:
+    if verdict.kind is VerdictKind.RELEASED:
         return Transition(
             job.id, JobState.RUNNING, JobState.PENDING, job.attempt - 1, now, run_at=now
         )
-    if outcome.kind is OutcomeKind.SNOOZED:
-        return _snooze(job, outcome.delay or 0.0, now, policy)
-    errors = job.errors + ((outcome.error,) if outcome.error else ())
-    return _retry_or_fail(job, errors, outcome.retryable, now, policy, rng, outcome.delay)
+    if verdict.kind is VerdictKind.SNOOZED:
+        return _snooze(job, verdict.delay or 0.0, now, policy)
+    errors = job.errors + ((verdict.error,) if verdict.error else ())
+    return _retry_or_fail(job, errors, verdict.retryable, now, policy, rng, verdict.delay)
 
 
 def rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) -> Transition:

@@ -47,8 +47,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from rota.core.checks import duration
 from rota.core.clock import Clock, SystemClock
-from rota.core.values import duration
 from rota.dashboard.paths import base_path
 from rota.dashboard.sessions import DEFAULT_MAX_AGE, LoginThrottle, Sessions
 from rota.errors import ConfigError

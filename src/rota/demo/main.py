@@ -10,7 +10,7 @@ import logging
 import sys
 
 from rota import RotaError
-from rota.store.urls import describe_url
+from rota.core.urls import describe_url
 
 from .config import app, settings
 from .tasks import TASKS

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from rota.core.model import AttemptError, Job
-from rota.core.transitions import Outcome, OutcomeKind, Transition
+from rota.core.transitions import Transition, Verdict, VerdictKind
 
 TRACEPARENT = "traceparent"
 
@@ -86,28 +86,28 @@ class Telemetry:
         self,
         span: Any,
         job: Job,
-        outcome: Outcome,
+        verdict: Verdict,
         transition: Transition,
         duration: float,
         error: BaseException | None,
     ) -> None:
-        """Count the outcome and end ``span`` (``None`` while nothing traces)."""
+        """Count the attempt by its verdict and end ``span`` (``None`` while nothing traces)."""
         labels = {"rota.task": job.task, "rota.queue": job.queue}
-        failed = outcome.kind in (OutcomeKind.FAILED, OutcomeKind.TIMED_OUT)
-        if outcome.kind is OutcomeKind.SUCCEEDED:
+        failed = verdict.kind in (VerdictKind.FAILED, VerdictKind.TIMED_OUT)
+        if verdict.kind is VerdictKind.SUCCEEDED:
             self._counters["succeeded"].add(1, labels)
         elif failed:
             retried = transition.target.value == "pending"
             self._counters["retried" if retried else "failed"].add(1, labels)
-        self._duration.record(duration, {**labels, "rota.outcome": outcome.kind.value})
+        self._duration.record(duration, {**labels, "rota.outcome": verdict.kind.value})
         if span is None:
             return
-        span.set_attribute("rota.outcome", outcome.kind.value)
+        span.set_attribute("rota.outcome", verdict.kind.value)
         span.set_attribute("rota.next_state", transition.target.value)
         if failed:
-            if error is not None and outcome.error is not None:
-                _record_exception(span, error, outcome.error)
-            message = outcome.error.message if outcome.error else outcome.kind.value
+            if error is not None and verdict.error is not None:
+                _record_exception(span, error, verdict.error)
+            message = verdict.error.message if verdict.error else verdict.kind.value
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         span.end()
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rota.core.events import EventName
 from rota.core.model import Job, JobRef, JobState
-from rota.core.transitions import Outcome, OutcomeKind, Transition
+from rota.core.transitions import Transition, Verdict, VerdictKind
 from rota.observe.events import EventLog
 from rota.observe.otel import Telemetry
 from rota.runtime.services.results import Completions
@@ -103,32 +103,32 @@ class Announcer:
         self.events.job(EventName.JOB_RETRIED, job)
 
     def _attempt(self, attempt: Attempt) -> None:
-        job, outcome, transition = attempt.job, attempt.outcome, attempt.transition
+        job, verdict, transition = attempt.job, attempt.verdict, attempt.transition
         details: dict[str, Any] = {"duration_ms": round(attempt.duration * 1000, 3)}
-        if outcome.kind is OutcomeKind.TIMED_OUT:
+        if verdict.kind is VerdictKind.TIMED_OUT:
             self.events.job(
                 EventName.JOB_TIMED_OUT,
                 job,
                 logging.WARNING,
-                **self._error(outcome, transition, details),
+                **self._error(verdict, transition, details),
             )
-        self._outcome(job, outcome, transition, details)
+        self._outcome(job, verdict, transition, details)
         if self.telemetry is not None:
             self.telemetry.end(
-                attempt.span, job, outcome, transition, attempt.duration, attempt.error
+                attempt.span, job, verdict, transition, attempt.duration, attempt.error
             )
 
     def _outcome(
         self,
         job: Job,
-        outcome: Outcome | None,
+        verdict: Verdict | None,
         transition: Transition,
         details: dict[str, Any],
     ) -> None:
-        """The event of where ``transition`` took the job (``outcome``: how the attempt ended,
+        """The event of where ``transition`` took the job (``verdict``: how the attempt ended,
         ``None`` for a rescue)."""
-        kind = outcome.kind if outcome is not None else None
-        details = self._error(outcome, transition, details)
+        kind = verdict.kind if verdict is not None else None
+        details = self._error(verdict, transition, details)
         target = transition.target
         if target is JobState.SUCCEEDED:
             self.events.job(EventName.JOB_SUCCEEDED, job, **details)
@@ -136,10 +136,10 @@ class Announcer:
             self.events.job(EventName.JOB_CANCELLED, job, **details)
         elif target is JobState.FAILED:
             self.events.job(EventName.JOB_FAILED, job, logging.ERROR, **details)
-        elif kind is OutcomeKind.RELEASED:
+        elif kind is VerdictKind.RELEASED:
             self.events.job(EventName.JOB_RELEASED, job, **details)
-        elif kind is OutcomeKind.SNOOZED:
-            delay = round(outcome.delay or 0.0, 3) if outcome is not None else 0.0
+        elif kind is VerdictKind.SNOOZED:
+            delay = round(verdict.delay or 0.0, 3) if verdict is not None else 0.0
             self.events.job(
                 EventName.JOB_SNOOZED, job, delay=delay, snoozes=transition.snoozes, **details
             )
@@ -149,9 +149,9 @@ class Announcer:
 
     @staticmethod
     def _error(
-        outcome: Outcome | None, transition: Transition, details: dict[str, Any]
+        verdict: Verdict | None, transition: Transition, details: dict[str, Any]
     ) -> dict[str, Any]:
-        error = (outcome.error if outcome is not None else None) or transition.new_error
+        error = (verdict.error if verdict is not None else None) or transition.new_error
         if error is None:
             return details
         return {

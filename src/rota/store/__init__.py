@@ -2,21 +2,31 @@
 
 ::
 
-    base.py        the Store and ScheduleStore protocols
-    values.py      the values they return besides rota's model (server, schema, outlook)
-    sql.py         SqlStore: the protocol over one database; open_store(url, prefix)
-    borrowed.py    a Connection over a DB-API connection lent by its owner (Django)
-    database.py    the shared Database: engine, dialect, tables, retried transactions
-    jobs.py        a job's life: enqueue, claim, finish, leases, rescue, cancel, retry, prune
-    reads.py       inspection: one job, lists, exact counts, pending by task and queue
-    cluster.py     workers, named leases, paused queues
-    outlook.py     an idle worker's one look a poll: a job due, a lease expired, the next tick
-    schedules.py   schedules by name, and firing each tick exactly once
-    rows.py        rows to value types and back
-    migrate.py     Alembic migrations: apply, print, the schema's status; drop a prefix's tables
-    urls.py        database URLs: parse, add the driver, describe and mask
-    dialects/      one class per backend: every MySQL/MariaDB, PostgreSQL, SQLite difference
-    schema.py      the tables; types.py their portable column types
+    base.py          the Store and ScheduleStore protocols
+    values.py        the values they return besides rota's model (server, schema, outlook)
+    sql.py           SqlStore: the protocol over one database; open_store(url, prefix)
+    database.py      the shared Database: engine, dialect, tables, retried transactions
+    borrowed.py      a Connection over a DB-API connection lent by its owner (Django)
+    jobs.py          a job's life: enqueue, claim, finish, lease renewal, rescue, cancel
+    dependencies.py  depends_on: linked at enqueue, waited for by the claim, cascaded
+    limits.py        the claim of jobs under a concurrency or rate limit
+    finished.py      finished jobs: retried, pruned, counted
+    reads.py         inspection: one job, lists, exact counts, pending by task and queue
+    unreadable.py    the rows this rota cannot read (rota check)
+    cluster.py       workers, named leases, paused queues
+    outlook.py       an idle worker's one look a poll: a job due, a lease expired, the next tick
+    signals.py       new jobs heard as they commit (PostgreSQL's LISTEN)
+    schedules.py     schedules by name, and firing each tick exactly once
+    history.py       each schedule change's history row, in the change's transaction
+    rows.py          rows to value types and back
+    sizes.py         results grouped into statements the server takes
+    events.py        what the store meets, announced without importing the event log
+    secrets.py       every form of a secret, hidden from messages
+    urls.py          database URLs as SQLAlchemy takes them: parse, add the driver, secrets
+    migrate.py       Alembic migrations: apply, print, the schema's status; drop a prefix's tables
+    migrations/      the Alembic environment and its versions
+    dialects/        one class per backend: every MySQL/MariaDB, PostgreSQL, SQLite difference
+    schema.py        the tables; types.py their portable column types
 """
 
 from __future__ import annotations

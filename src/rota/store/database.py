@@ -21,9 +21,9 @@ from sqlalchemy.engine import URL, Connection
 
 from rota.core.backoff import doubling
 from rota.core.clock import ClockReading, as_utc
+from rota.core.connection import DEFAULT_CONNECTION, ConnectionSettings
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
-from rota.store.dialects.base import ConnectionSettings, default_connection_settings
 from rota.store.events import EventSink, log_event
 from rota.store.rows import ReportedRows
 from rota.store.schema import build_schema
@@ -57,7 +57,7 @@ class Database:
         self.url = normalise_url(url)
         self.secrets = url_secrets(url)
         self.dialect = dialect_for(self.url)
-        self.connection = connection or default_connection_settings()
+        self.connection = connection or DEFAULT_CONNECTION
         self.events = events
         self.engine = self.dialect.create_engine(self.url, self.connection, events)
         self.table_prefix = table_prefix

@@ -1,4 +1,4 @@
-"""A job's life in SQL: enqueue, claim, finish, lease upkeep, rescue, cancel (a finished job's
+"""A job's life in SQL: enqueue, claim, finish, lease renewal, rescue, cancel (a finished job's
 retry and prune are in ``finished``).
 
 Every state change is a compare-and-set: an UPDATE whose WHERE names the state (and the lease

@@ -16,11 +16,12 @@ from alembic.util import CommandError
 from sqlalchemy import MetaData, Table
 from sqlalchemy.engine import URL, Connection
 
+from rota.core.connection import DEFAULT_TABLE_PREFIX
 from rota.core.events import EventName
 from rota.errors import StoreError
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
 from rota.store.database import Database
-from rota.store.schema import DEFAULT_TABLE_PREFIX, notify_function
+from rota.store.schema import notify_function
 from rota.store.urls import normalise_url
 from rota.store.values import SchemaStatus
 

@@ -24,11 +24,10 @@ from sqlalchemy import (
 )
 
 from rota.core import cron
+from rota.core.connection import DEFAULT_TABLE_PREFIX
 from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
 
-DEFAULT_TABLE_PREFIX = "rota_"
-"""The prefix of rota's table names unless ``Rota(table_prefix=...)`` gives another."""
 ACTOR_LENGTH = LIMITS["actor"]
 """Longest actor recorded in a schedule's history (``dashboard:<user>`` and the like)."""
 FLOW_KEY_LENGTH = 255

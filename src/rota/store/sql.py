@@ -16,20 +16,20 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 
 from rota.core.clock import ClockReading
+from rota.core.connection import DEFAULT_TABLE_PREFIX, ConnectionSettings
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
 from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection
 from rota.store.borrowed import Lender
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
-from rota.store.dialects.base import ConnectionSettings
 from rota.store.events import EventSink, log_event
 from rota.store.finished import SqlFinished
 from rota.store.jobs import SqlJobs
 from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
-from rota.store.schema import DEFAULT_TABLE_PREFIX, Schema, jobs_channel
+from rota.store.schema import Schema, jobs_channel
 from rota.store.signals import ListeningConnection
 from rota.store.unreadable import SqlUnreadable
 from rota.store.values import Outlook, SchemaStatus, ServerInfo, UnreadableRow

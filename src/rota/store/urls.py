@@ -1,7 +1,9 @@
-"""Database URLs: parsed without ever quoting a password, given a driver, described and masked.
+"""Database URLs as SQLAlchemy takes them: parsed without ever quoting a password, given a
+driver, and searched for every form of their secrets.
 
 A URL may hold a password, so every message, ``repr`` and log line that names a database goes
-through here; callers outside the store never handle SQLAlchemy's ``URL`` themselves.
+through here or through ``rota.core.urls`` (which describes and masks a URL without SQLAlchemy);
+callers outside the store never handle SQLAlchemy's ``URL`` themselves.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from collections.abc import Mapping
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
+from rota.core.urls import NOT_A_URL, UrlParts, description, several_hosts
 from rota.errors import ConfigError
-from rota.store.dialects import BACKENDS, dialect_for
+from rota.store.dialects import dialect_for
 from rota.store.secrets import hide
 
-NOT_A_URL = "not a database URL rota can use, e.g. mysql://user:password@host/database"
 USER_INFO = re.compile(r"^[\w+]+://[^:/]*:(?P<password>[^@]*)@")
 """The password as written in a URL string (SQLAlchemy's own pattern), parsed or not."""
 
@@ -27,19 +29,6 @@ def parse_url(url: str | URL) -> URL:
         return make_url(url)
     except (sa_exc.ArgumentError, ValueError, TypeError):
         raise ConfigError(several_hosts(url) or NOT_A_URL) from None
-
-
-def several_hosts(url: object) -> str | None:
-    """What to write instead, for a URL string that lists servers as ``a:1,b:2`` before its
-    path (which SQLAlchemy cannot parse), naming the backend's way; else ``None``."""
-    if not isinstance(url, str):
-        return None
-    scheme, _, rest = url.partition("://")
-    hosts = rest.partition("/")[0].rpartition("@")[2]
-    backend = BACKENDS.get(scheme.partition("+")[0])
-    if backend is None or "," not in hosts:
-        return None
-    return f"this URL names several database servers: {backend.several_hosts}"
 
 
 def url_from_parts(
@@ -78,48 +67,13 @@ def normalise_url(url: str | URL) -> URL:
 
 
 def describe_url(url: str | URL) -> str:
-    """The URL without its password, for logs and errors."""
+    """The URL without its password, for logs and errors (``rota.core.urls.describe_url``, for
+    a URL SQLAlchemy parsed too)."""
     parsed = parse_url(url)
-    return f"{parsed.get_backend_name()} database {parsed.database!r} on {servers(parsed)}"
-
-
-def servers(parsed: URL) -> str:
-    """``host:port``, or the hosts of the query string (PostgreSQL's several), or a local file."""
-    if parsed.host:
-        return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host
-    hosts, ports = (parsed.query.get(key) for key in ("host", "port"))
-    if hosts is None:
-        return "local file"
-    shown = hosts if isinstance(hosts, str) else ",".join(hosts)
-    if ports is None:
-        return shown
-    return f"{shown} (ports {ports if isinstance(ports, str) else ','.join(ports)})"
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password, and any password in its query string, shown as ``***``."""
-    try:
-        parsed = parse_url(url)
-    except ConfigError:
-        return "***"
-    hidden = {key: "***" for key in parsed.query if "pass" in key.lower()}
-    if hidden:
-        parsed = parsed.update_query_dict(hidden)
-    try:
-        return parsed.render_as_string(hide_password=True)
-    except UnicodeEncodeError:  # bytes that were not UTF-8 (lone surrogates) cannot be quoted
-        query = {key: readable(str(value)) for key, value in parsed.query.items()}
-        shown = parsed.set(
-            username=None if parsed.username is None else readable(parsed.username),
-            database=None if parsed.database is None else readable(parsed.database),
-            query=query,
-        )
-        return shown.render_as_string(hide_password=True)
-
-
-def readable(name: str) -> str:
-    """``name`` with each byte that was not UTF-8 shown as the replacement character."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    query = dict(parsed.query)
+    return description(
+        UrlParts(parsed.drivername, None, None, parsed.host, parsed.port, parsed.database, query)
+    )
 
 
 def url_secrets(url: str | URL) -> list[str]:

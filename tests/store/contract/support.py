@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
-from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
+from rota.core.transitions import Transition, Verdict, VerdictKind, after_attempt
 from rota.store import Store
 from tests.conftest import START
 
@@ -64,11 +64,11 @@ def state(store: Store, job_id: int) -> JobState | None:
     return job.state if job is not None else None
 
 
-def outcome(job: Job, kind: OutcomeKind, now: datetime = START) -> Transition:
+def outcome(job: Job, kind: VerdictKind, now: datetime = START) -> Transition:
     error = None
-    if kind is not OutcomeKind.SUCCEEDED:
+    if kind is not VerdictKind.SUCCEEDED:
         error = AttemptError(job.attempt, now, "EXECUTION_FAILED", "ValueError", "boom")
-    result = Outcome(kind, error=error, retryable=False)
+    result = Verdict(kind, error=error, retryable=False)
     return after_attempt(job, result, now, RetryPolicy(), random.Random(0))
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import JobState
-from rota.core.transitions import OutcomeKind, manual_retry, rescue
+from rota.core.transitions import VerdictKind, manual_retry, rescue
 from rota.errors import InvalidArguments
 from rota.store import Store
 from rota.store.values import Applied
@@ -34,7 +34,7 @@ def test_enqueue_reuses_the_live_job_of_a_unique_key_per_task(store: Store) -> N
         [new(unique_key="k"), new(unique_key="k"), new("u", unique_key="k")], START
     )
     assert again == first and other_task != first
-    store.jobs.complete("w1", [outcome(claimed(store, first), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, first), VerdictKind.SUCCEEDED)], START)
     (after,) = store.jobs.enqueue([new(unique_key="k")], START)
     assert after != first, "a finished job frees its key"
 
@@ -107,7 +107,7 @@ def test_paused_queues_are_skipped_by_claim_until_resumed(store: Store) -> None:
 
 def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> None:
     (job_id,) = store.jobs.enqueue([new()], START)
-    done = outcome(claimed(store, job_id), OutcomeKind.SUCCEEDED)
+    done = outcome(claimed(store, job_id), VerdictKind.SUCCEEDED)
     assert len(store.jobs.complete("zombie", [done], START)) == 0
     assert state(store, job_id) is JobState.RUNNING
     assert len(store.jobs.complete("w1", [done], START)) == 1
@@ -126,7 +126,7 @@ def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> Non
 
 def test_complete_writes_a_failure_with_its_error(store: Store) -> None:
     (job_id,) = store.jobs.enqueue([new()], START)
-    failed = outcome(claimed(store, job_id), OutcomeKind.FAILED)
+    failed = outcome(claimed(store, job_id), VerdictKind.FAILED)
     assert len(store.jobs.complete("w1", [failed], START)) == 1
     job = store.reads.job(job_id)
     assert job is not None and job.state is JobState.FAILED
@@ -166,7 +166,7 @@ def test_expired_leases_are_rescued_once_and_the_late_worker_changes_nothing(
     assert rescued is not None
     assert (rescued.state, rescued.attempt, rescued.lease_owner) == (JobState.PENDING, 1, None)
     assert rescued.errors[-1].code == "LEASE_EXPIRED"
-    assert len(store.jobs.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, after)], after)) == 0
+    assert len(store.jobs.complete("w1", [outcome(job, VerdictKind.SUCCEEDED, after)], after)) == 0
     (again,) = store.jobs.claim("w2", ["default"], ["t"], 5, after, after + LEASE)
     assert again.attempt == 2
 
@@ -186,12 +186,12 @@ def test_a_late_outcome_of_an_earlier_claim_never_lands_on_the_same_workers_late
     )
     second = claimed(store, job_id, now=after)
     assert (second.attempt, second.lease_owner) == (2, "w1")
-    for kind in (OutcomeKind.RELEASED, OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
+    for kind in (VerdictKind.RELEASED, VerdictKind.SUCCEEDED, VerdictKind.FAILED):
         assert len(store.jobs.complete("w1", [outcome(first, kind, after)], after)) == 0
     still = store.reads.job(job_id)
     assert still is not None and (still.state, still.attempt) == (JobState.RUNNING, 2)
     assert (
-        len(store.jobs.complete("w1", [outcome(second, OutcomeKind.SUCCEEDED, after)], after)) == 1
+        len(store.jobs.complete("w1", [outcome(second, VerdictKind.SUCCEEDED, after)], after)) == 1
     )
     assert state(store, job_id) is JobState.SUCCEEDED
 
@@ -224,7 +224,7 @@ def test_set_job_state_moves_only_from_the_source_state(store: Store) -> None:
 
 def test_retry_brings_a_final_job_back_once(store: Store) -> None:
     (job_id,) = store.jobs.enqueue([new()], START)
-    store.jobs.complete("w1", [outcome(claimed(store, job_id), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, job_id), VerdictKind.FAILED)], START)
     failed = store.reads.job(job_id)
     assert failed is not None
     again = manual_retry(failed, START + SECOND)
@@ -245,11 +245,11 @@ def test_prune_deletes_finished_jobs_of_the_states_before_the_cutoff(store: Stor
     done, failed, old_done, waiting = store.jobs.enqueue(
         [new("done"), new("failed"), new("old"), new("waiting")], START
     )
-    store.jobs.complete("w1", [outcome(claimed(store, old_done), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, old_done), VerdictKind.SUCCEEDED)], START)
     later = START + timedelta(hours=1)
-    finished = outcome(claimed(store, done, now=later), OutcomeKind.SUCCEEDED, later)
+    finished = outcome(claimed(store, done, now=later), VerdictKind.SUCCEEDED, later)
     store.jobs.complete("w1", [finished], later)
-    store.jobs.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, failed), VerdictKind.FAILED)], START)
     cutoff = START + SECOND
     assert store.finished.prune([JobState.SUCCEEDED], cutoff, 10) == 1
     assert store.reads.job(old_done) is None
@@ -285,9 +285,9 @@ def test_counts_per_state_queue_and_task(store: Store) -> None:
 
 def test_counts_hold_every_live_job_and_the_jobs_finished_since_the_window(store: Store) -> None:
     early, late, _waiting = store.jobs.enqueue([new(), new(), new(at=START + 10 * SECOND)], START)
-    store.jobs.complete("w1", [outcome(claimed(store, early), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, early), VerdictKind.SUCCEEDED)], START)
     later = START + SECOND
-    store.jobs.complete("w1", [outcome(claimed(store, late), OutcomeKind.FAILED, later)], later)
+    store.jobs.complete("w1", [outcome(claimed(store, late), VerdictKind.FAILED, later)], later)
     counts = store.finished.counts(later)
     assert counts.finished_since == later
     assert (counts.by_state["succeeded"], counts.by_state["failed"]) == (0, 1)
@@ -300,7 +300,7 @@ def test_counts_stay_exact_as_finished_jobs_are_folded_retried_and_pruned(store:
     ids = store.jobs.enqueue([new(), new(), new(), new("u", queue="mail"), new()], START)
     finished = [START + n * day for n in range(4)]
     for job_id, at in zip(ids[:4], finished, strict=True):
-        kind = OutcomeKind.FAILED if job_id == ids[1] else OutcomeKind.SUCCEEDED
+        kind = VerdictKind.FAILED if job_id == ids[1] else VerdictKind.SUCCEEDED
         store.jobs.complete("w1", [outcome(claimed(store, job_id, now=at), kind, at)], at)
 
     def everything() -> tuple[int, int, int, int, int]:

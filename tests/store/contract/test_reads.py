@@ -7,7 +7,7 @@ import dataclasses
 from datetime import timedelta
 
 from rota.core.model import JobState, NewJob
-from rota.core.transitions import OutcomeKind
+from rota.core.transitions import VerdictKind
 from rota.store import Store
 from tests.conftest import START
 from tests.store.contract.support import claimed, new, outcome
@@ -22,7 +22,7 @@ def test_summaries_are_the_jobs_without_arguments_newest_first(store: Store) -> 
         [dataclasses.replace(new(), payload=BIG), new("u"), new(queue="mail"), new()], START
     )
     failed = claimed(store, a)
-    store.jobs.complete("w1", [outcome(failed, OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(failed, VerdictKind.FAILED)], START)
     claimed(store, d)
     assert [s.id for s in store.reads.summaries()] == [d, c, b, a]
     assert [s.id for s in store.reads.summaries(limit=2, offset=1)] == [c, b]
@@ -76,9 +76,9 @@ def test_finished_per_period_counts_final_states_in_half_open_periods(store: Sto
     ids = store.jobs.enqueue([new(at=START - 2 * HOUR) for _ in range(len(moments) + 4)], START)
     for job_id, at in zip(ids[: len(moments)], moments, strict=True):
         job = claimed(store, job_id, now=at - HOUR)
-        store.jobs.complete("w1", [outcome(job, OutcomeKind.SUCCEEDED, at)], at)
+        store.jobs.complete("w1", [outcome(job, VerdictKind.SUCCEEDED, at)], at)
     failed = claimed(store, ids[6], now=START)
-    store.jobs.complete("w1", [outcome(failed, OutcomeKind.FAILED, START + HOUR)], START + HOUR)
+    store.jobs.complete("w1", [outcome(failed, VerdictKind.FAILED, START + HOUR)], START + HOUR)
     store.jobs.cancel(ids[7], START + 2 * HOUR)
     claimed(store, ids[8], now=START + HOUR)  # running: not finished
     assert store.reads.finished_per_period(bounds) == {
@@ -105,8 +105,8 @@ def test_job_state_is_the_state_job_shows(store: Store) -> None:
     store.cluster.set_queues_paused(["mail"], True, START)
     store.jobs.set_job_state(paused, JobState.PENDING, JobState.PAUSED)
     claimed(store, held)
-    store.jobs.complete("w1", [outcome(claimed(store, done), OutcomeKind.SUCCEEDED)], START)
-    store.jobs.complete("w1", [outcome(claimed(store, failed), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, done), VerdictKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, failed), VerdictKind.FAILED)], START)
     for job_id in (mail, held, paused, done, failed):
         job = store.reads.job(job_id)
         assert job is not None and store.reads.job_state(job_id) is job.state

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from rota.core.model import NewJob
 from rota.core.schedules import Schedule, ScheduleSource, ScheduleSpec, ScheduleState, ScheduleStats
-from rota.core.transitions import OutcomeKind
+from rota.core.transitions import VerdictKind
 from rota.store import ScheduleStore, Store
 from tests.conftest import START
 from tests.store.contract.support import EMPTY, claimed, new, outcome
@@ -181,10 +181,10 @@ def test_stats_count_runs_failures_and_running_jobs_per_schedule(
         [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(4)], START
     )
     store.jobs.enqueue([new("other")], START)
-    store.jobs.complete("w1", [outcome(claimed(store, ok), OutcomeKind.SUCCEEDED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, ok), VerdictKind.SUCCEEDED)], START)
     later = START + MINUTE
     store.jobs.complete(
-        "w1", [outcome(claimed(store, bad, now=later), OutcomeKind.FAILED, later)], later
+        "w1", [outcome(claimed(store, bad, now=later), VerdictKind.FAILED, later)], later
     )
     claimed(store, running, now=later + MINUTE)
     stats = schedules.stats(START - MINUTE)
@@ -200,7 +200,7 @@ def test_stats_count_runs_and_failures_of_the_ticks_since_the_window_only(
     old, _newer = store.jobs.enqueue(
         [new(schedule="s", scheduled_at=START + MINUTE * n) for n in range(2)], START
     )
-    store.jobs.complete("w1", [outcome(claimed(store, old), OutcomeKind.FAILED)], START)
+    store.jobs.complete("w1", [outcome(claimed(store, old), VerdictKind.FAILED)], START)
     stats = schedules.stats(START + MINUTE)
     assert (stats["s"].runs, stats["s"].failures, stats["s"].running) == (0, 0, 0)
     assert stats["s"].last_run == START, "the last run is the newest started tick, however old"

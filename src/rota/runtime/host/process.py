@@ -94,7 +94,7 @@ class Host:
             scheduler_settings(self.config),
             self._db_call,
             worker.notify,
-            worker.lookout,
+            worker.shared_outlook,
         )
         self._scheduler.start()
         self.wakeups.attach(asyncio.get_running_loop(), worker, self._scheduler)

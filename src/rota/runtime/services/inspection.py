@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from rota.core import values
+from rota.core import checks
 from rota.core.clock import Clock, ClockReading
 from rota.core.model import Counts, Job, JobState, JobStatus, Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
@@ -32,14 +32,14 @@ class Inspection:
     def statuses(self, limit: int | None) -> list[JobStatus]:
         """``rota.jobs(limit)``, once the database is reached."""
         if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
+            checks.check_int(limit, InvalidArguments, "limit", 0)
         self.gate.ensure_ready()
         return statuses(self.store, limit, self.clock.now())
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
         """``rota.counts(finished_since=...)``, once the database is reached."""
         if finished_since is not None:
-            finished_since = values.moment(finished_since, InvalidArguments, "finished_since")
+            finished_since = checks.moment(finished_since, InvalidArguments, "finished_since")
         self.gate.ensure_ready()
         return self.store.finished.counts(finished_since)
 

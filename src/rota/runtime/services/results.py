@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from rota.core import payload, values
+from rota.core import checks, payload
 from rota.core.backoff import doubling
 from rota.core.clock import Clock
 from rota.core.model import Job, JobState
@@ -119,7 +119,7 @@ async def wait(
     ``timeout`` seconds (a ``timedelta`` too); ``JobNotFound`` if there is no such job.
     ``read_state`` reads the job's state, ``read`` the whole job once that state is final."""
     if timeout is not None:
-        timeout = values.seconds(timeout, InvalidArguments, "timeout")
+        timeout = checks.seconds(timeout, InvalidArguments, "timeout")
     timer = Timer(clock)
     loop = asyncio.get_running_loop()
     woken = asyncio.Event()

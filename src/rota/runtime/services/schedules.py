@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rota.core import payload, schedule_edits, values
+from rota.core import checks, payload, schedule_edits
 from rota.core.cron import Cron
 from rota.core.events import EventName
 from rota.core.names import check_name, name_problem
@@ -160,7 +160,7 @@ class ScheduleControl:
         if target.definition is not None:
             target.definition.check_arguments(args, kwargs)
         if priority is not None:
-            values.check_priority(priority, ConfigError)
+            checks.check_priority(priority, ConfigError)
         default_priority = target.definition.priority if target.definition else 0
         spec = ScheduleSpec(
             name=target.name if name is None else name,
@@ -223,7 +223,7 @@ class ScheduleControl:
 
     def history(self, name: str, limit: int | None) -> list[ScheduleChange]:
         if limit is not None:
-            values.check_int(limit, InvalidArguments, "limit", 0)
+            checks.check_int(limit, InvalidArguments, "limit", 0)
         self.get(name)
         return self.store.schedules.history_of(name, limit)
 
@@ -238,7 +238,7 @@ class ScheduleControl:
     def seen_at(schedule: Schedule, version: int | None) -> Schedule:
         """The schedule, if it is still at the ``version`` the caller read (any, for None)."""
         if version is not None:
-            values.check_int(version, InvalidArguments, "version", 0)
+            checks.check_int(version, InvalidArguments, "version", 0)
             if version != schedule.version:
                 raise ScheduleConflict(
                     f"schedule {schedule.name!r} was changed by someone else since it was read "

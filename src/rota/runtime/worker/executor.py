@@ -28,7 +28,7 @@ from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
 from rota.core.failures import message_of
 from rota.core.model import AttemptError, Job
-from rota.core.transitions import Outcome, OutcomeKind, Transition, after_attempt
+from rota.core.transitions import Transition, Verdict, VerdictKind, after_attempt
 from rota.errors import (
     ErrorCode,
     ExecutionFailed,
@@ -75,7 +75,7 @@ class Attempt:
     announces it (``runtime.announcer``) if it applied."""
 
     job: Job
-    outcome: Outcome
+    verdict: Verdict
     transition: Transition
     duration: float
     """Seconds the handler ran."""
@@ -132,8 +132,8 @@ class Executor:
         refusal = _refusal(job, definition)
         if definition is None or refusal is not None:
             assert refusal is not None
-            outcome = Outcome(OutcomeKind.FAILED, self._error(job, refusal), retryable=False)
-            return self._decide(job, outcome, 0.0, refusal)
+            verdict = Verdict(VerdictKind.FAILED, self._error(job, refusal), retryable=False)
+            return self._decide(job, verdict, 0.0, refusal)
         ctx = JobContext(
             job_id=job.id,
             task=job.task,
@@ -159,18 +159,18 @@ class Executor:
                 timeout.cancel()
         duration = time.monotonic() - started
         if runner in done:
-            outcome, raised = self._result(job, runner)
-            return self._decide(job, outcome, duration, raised)
+            verdict, raised = self._result(job, runner)
+            return self._decide(job, verdict, duration, raised)
         ctx.cancelled.set()
         leftover = _cancel(runner, thread)
         timed_out: JobTimeout | None = None
         if interrupt in done:
             cancel = interrupt.result() is Interrupt.CANCEL
-            outcome = Outcome(OutcomeKind.CANCELLED if cancel else OutcomeKind.RELEASED)
+            verdict = Verdict(VerdictKind.CANCELLED if cancel else VerdictKind.RELEASED)
         else:
             timed_out = JobTimeout(f"job {job.id} timed out after {definition.timeout} s")
-            outcome = Outcome(OutcomeKind.TIMED_OUT, self._error(job, timed_out))
-        attempt = self._decide(job, outcome, duration, timed_out)
+            verdict = Verdict(VerdictKind.TIMED_OUT, self._error(job, timed_out))
+        attempt = self._decide(job, verdict, duration, timed_out)
         attempt.leftover = leftover
         return attempt
 
@@ -191,24 +191,24 @@ class Executor:
 
     def _result(
         self, job: Job, runner: asyncio.Future[Any]
-    ) -> tuple[Outcome, BaseException | None]:
+    ) -> tuple[Verdict, BaseException | None]:
         if runner.cancelled():
             cancelled = asyncio.CancelledError("the handler cancelled itself")
-            return Outcome(OutcomeKind.FAILED, self._error(job, cancelled)), cancelled
+            return Verdict(VerdictKind.FAILED, self._error(job, cancelled)), cancelled
         exc = runner.exception()
         if exc is None:
-            return Outcome(OutcomeKind.SUCCEEDED, result=runner.result()), None
+            return Verdict(VerdictKind.SUCCEEDED, result=runner.result()), None
         if isinstance(exc, Snooze):
-            return Outcome(OutcomeKind.SNOOZED, delay=exc.delay), None
+            return Verdict(VerdictKind.SNOOZED, delay=exc.delay), None
         error = self._error(job, exc)
         if isinstance(exc, Retry):
-            return Outcome(OutcomeKind.FAILED, error, delay=exc.delay), exc
+            return Verdict(VerdictKind.FAILED, error, delay=exc.delay), exc
         if isinstance(exc, (Fail, InvalidResult)):
-            return Outcome(OutcomeKind.FAILED, error, retryable=False), exc
+            return Verdict(VerdictKind.FAILED, error, retryable=False), exc
         if isinstance(exc, ExecutionFailed):  # an isolated child died without an outcome
-            return Outcome(OutcomeKind.FAILED, error), exc
+            return Verdict(VerdictKind.FAILED, error), exc
         retryable = self.policy(job.task).retries_error(lineage(_shown(exc)))
-        return Outcome(OutcomeKind.FAILED, error, retryable=retryable), exc
+        return Verdict(VerdictKind.FAILED, error, retryable=retryable), exc
 
     def _error(self, job: Job, exc: BaseException) -> AttemptError:
         shown = _shown(exc)
@@ -228,10 +228,10 @@ class Executor:
         )
 
     def _decide(
-        self, job: Job, outcome: Outcome, duration: float, error: BaseException | None
+        self, job: Job, verdict: Verdict, duration: float, error: BaseException | None
     ) -> Attempt:
-        transition = after_attempt(job, outcome, self.clock.now(), self.policy(job.task), self.rng)
-        return Attempt(job, outcome, transition, duration, error)
+        transition = after_attempt(job, verdict, self.clock.now(), self.policy(job.task), self.rng)
+        return Attempt(job, verdict, transition, duration, error)
 
 
 def _refusal(job: Job, definition: TaskDefinition | None) -> RotaError | None:

@@ -23,7 +23,7 @@ from rota.runtime.retention import Retention, prune_if_leased
 from rota.runtime.worker.alerts import TickAlerts
 from rota.runtime.worker.backoff import LoopBackoff
 from rota.runtime.worker.executor import Executor
-from rota.runtime.worker.outlook import Lookout
+from rota.runtime.worker.outlook import SharedOutlook
 from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
 
@@ -41,9 +41,9 @@ class Housekeeping:
         settings: WorkerSettings,
         announcer: Announcer,
         alerts: TickAlerts | None = None,
-        lookout: Lookout | None = None,
+        shared_outlook: SharedOutlook | None = None,
     ) -> None:
-        """``announcer`` tells what a rescue applied; ``lookout``: the idle claim loop's
+        """``announcer`` tells what a rescue applied; ``shared_outlook``: the idle claim loop's
         outlook, which spares the rescue its query while it is fresh and says no lease expired,
         and wakes it when one has."""
         self.worker_id = worker_id
@@ -55,11 +55,13 @@ class Housekeeping:
         self.lease_seconds = settings.lease_seconds
         self.max_backoff = settings.max_backoff
         self.alerts = alerts
-        self.lookout = lookout
+        self.shared_outlook = shared_outlook
         self.announcer = announcer
         self._expired = asyncio.Event()
-        if lookout is not None:
-            lookout.listen(lambda outlook: self._expired.set() if outlook.leases_expired else None)
+        if shared_outlook is not None:
+            shared_outlook.listen(
+                lambda outlook: self._expired.set() if outlook.leases_expired else None
+            )
 
     async def still_held(self, jobs: list[Job], until: datetime) -> list[Job]:
         """The claimed ``jobs`` this worker may start. A claim that took so long (a commit
@@ -91,7 +93,7 @@ class Housekeeping:
         backoff = LoopBackoff("rescue", self.max_backoff, self.events)
         while True:
             delay = poll_interval
-            fresh = self.lookout.fresh() if self.lookout is not None else None
+            fresh = self.shared_outlook.fresh() if self.shared_outlook is not None else None
             self._expired.clear()
             try:
                 if (fresh is None or fresh.leases_expired) and await self.rescue_once(batch):

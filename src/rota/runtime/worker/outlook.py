@@ -21,7 +21,9 @@ FRESH_POLLS = 1.5
 """An outlook is fresh for this many polls: the next one is due within one."""
 
 
-class Lookout:
+class SharedOutlook:
+    """The idle claim loop's latest ``Outlook``, for the loops that would otherwise ask too."""
+
     def __init__(self, clock: Clock, poll_interval: float) -> None:
         self.clock = clock
         self.max_age = timedelta(seconds=poll_interval * FRESH_POLLS)

@@ -26,7 +26,7 @@ from rota.observe.events import EventLog
 from rota.runtime.services import actors
 from rota.runtime.timer import Timer
 from rota.runtime.worker.backoff import LoopBackoff
-from rota.runtime.worker.outlook import Lookout
+from rota.runtime.worker.outlook import SharedOutlook
 from rota.store.base import ScheduleStore
 from rota.store.values import Outlook
 from rota.tasks import TaskRegistry
@@ -121,9 +121,9 @@ class Scheduler:
         settings: SchedulerSettings,
         db_call: Callable[..., Awaitable[Any]],
         on_fired: Callable[[], None],
-        lookout: Lookout | None = None,
+        shared_outlook: SharedOutlook | None = None,
     ) -> None:
-        """``lookout``: the idle worker's outlook, whose next tick spares this loop its own
+        """``shared_outlook``: the idle worker's outlook, whose next tick spares this loop its own
         queries while it is fresh, and wakes it when a tick is due."""
         self.store = store
         self.registry = registry
@@ -136,13 +136,13 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._timer = Timer(clock)
         self._task: asyncio.Task[None] | None = None
-        self._lookout = lookout
+        self._shared_outlook = shared_outlook
         self._asked = True
         """A schedule changed in this process (or none looked yet): query, whatever the outlook."""
         self._looked: tuple[datetime, datetime | None] | None = None
         """When this loop last queried, and the next tick it found."""
-        if lookout is not None:
-            lookout.listen(self._heard)
+        if shared_outlook is not None:
+            shared_outlook.listen(self._heard)
 
     def wake(self) -> None:
         """A schedule changed in this process: look again now rather than after the sleep."""
@@ -202,7 +202,7 @@ class Scheduler:
         """Whether the next tick is known without a query, and when it is: the newest of a
         fresh outlook and this loop's own last query (unknown without a fresh outlook: the
         worker is busy, so this loop queries, as it always did)."""
-        outlook = self._lookout.fresh() if self._lookout is not None else None
+        outlook = self._shared_outlook.fresh() if self._shared_outlook is not None else None
         if outlook is None:
             return False, None
         if self._looked is not None and self._looked[0] >= outlook.at:

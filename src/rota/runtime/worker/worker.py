@@ -38,7 +38,7 @@ from rota.runtime.worker.executor import Attempt, Executor, Interrupt
 from rota.runtime.worker.housekeeping import Housekeeping
 from rota.runtime.worker.leases import Holdings, LeaseKeeper
 from rota.runtime.worker.listener import JobListener
-from rota.runtime.worker.outlook import Lookout
+from rota.runtime.worker.outlook import SharedOutlook
 from rota.runtime.worker.settings import WorkerSettings
 from rota.runtime.worker.slots import Running, Slots
 from rota.store.base import Store
@@ -80,11 +80,18 @@ class Worker:
         self.alerts = TickAlerts(
             store.schedules, executor.registry, self.events, settings.alert_after_failures
         )
-        self.lookout = Lookout(self.clock, settings.poll_interval)
+        self.shared_outlook = SharedOutlook(self.clock, settings.poll_interval)
         self.listener = JobListener(store, self.notify, settings.max_backoff, self.events)
         self._nudged = False
         self.housekeeping = Housekeeping(
-            self.id, store, executor, self._db, settings, self.announcer, self.alerts, self.lookout
+            self.id,
+            store,
+            executor,
+            self._db,
+            settings,
+            self.announcer,
+            self.alerts,
+            self.shared_outlook,
         )
         self.holdings = Holdings()
         self.leases = LeaseKeeper(
@@ -156,9 +163,11 @@ class Worker:
         self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self.completer.writing(), name="rota-report")
-        upkeep, settings = self.housekeeping, self.settings
-        rescuing = upkeep.rescuing(settings.poll_interval, settings.rescue_batch, self._wake.set)
-        pruning = upkeep.pruning(settings.prune_interval, settings.retention)
+        housekeeping, settings = self.housekeeping, self.settings
+        rescuing = housekeeping.rescuing(
+            settings.poll_interval, settings.rescue_batch, self._wake.set
+        )
+        pruning = housekeeping.pruning(settings.prune_interval, settings.retention)
         self._loops = [
             asyncio.create_task(rescuing, name="rota-rescue"),
             asyncio.create_task(pruning, name="rota-prune"),
@@ -298,7 +307,7 @@ class Worker:
         job is due; the rescue and the scheduler hear the rest."""
         look = (self.store.outlook, self.settings.queues, self.tasks, self.clock.now())
         outlook: Outlook = await self._db(*look)
-        self.lookout.heard(outlook)
+        self.shared_outlook.heard(outlook)
         return outlook.jobs_due
 
     async def _claim_free(self) -> int:

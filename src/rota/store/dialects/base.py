@@ -15,7 +15,6 @@ import logging
 import math
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sqlalchemy import Select, Table, event, insert, update
@@ -26,6 +25,7 @@ from sqlalchemy.engine.interfaces import Dialect as DriverDialect
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
+from rota.core.connection import ConnectionSettings
 from rota.core.events import EventName
 from rota.errors import (
     ConfigError,
@@ -49,51 +49,18 @@ LOCK_NAME_LIMIT = 64
 LOCK_POLL = 1
 """Seconds of one try at the migration lock: whole (MySQL's ``GET_LOCK`` takes whole seconds),
 and well below any read timeout."""
-KEEPALIVE_PROBES = 3
 
 
-@dataclass(frozen=True)
-class ConnectionSettings:
-    """How long one connection may stay silent before rota takes it as lost (``RotaConfig``'s
-    ``read_timeout``, ``write_timeout`` and ``keepalive``, where their defaults are)."""
-
-    read_timeout: float
-    """Longest wait for the server's answer to one statement (MySQL/MariaDB)."""
-    write_timeout: float
-    """Longest wait for the kernel to take a statement's bytes (MySQL/MariaDB)."""
-    keepalive: float
-    """Seconds after which a peer that answers neither TCP keepalive probes nor sent data is
-    taken as gone: the kernel then fails the socket, whatever the driver is waiting for."""
-
-    def keepalive_probes(self) -> tuple[int, int, int]:
-        """``(idle, interval, count)`` in whole seconds, adding up to at most ``keepalive``:
-        three probes a sixth of it apart after the connection has been quiet for the rest."""
-        interval = max(1, int(self.keepalive / 6))
-        idle = max(1, int(self.keepalive - KEEPALIVE_PROBES * interval))
-        return idle, interval, KEEPALIVE_PROBES
-
-    def user_timeout_ms(self) -> int:
-        """``TCP_USER_TIMEOUT``: how long sent data may stay unacknowledged (keepalive does not
-        probe while data is in flight, and retransmissions alone last about 15 minutes)."""
-        return int(self.keepalive * 1000)
-
-    def tune(self, sock: socket.socket) -> None:
-        """Keepalive and user timeout on one TCP socket; a Unix socket is left as it is."""
-        if sock.family not in (socket.AF_INET, socket.AF_INET6):
-            return
-        idle, interval, count = self.keepalive_probes()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, self.user_timeout_ms())
-
-
-def default_connection_settings() -> ConnectionSettings:
-    """``RotaConfig``'s defaults, for a store opened without a ``Rota`` (``rota migrate``)."""
-    from rota.config import RotaConfig  # rota.config imports the store: import when called
-
-    return RotaConfig("sqlite:///unused.db").connection
+def tune(settings: ConnectionSettings, sock: socket.socket) -> None:
+    """Keepalive and user timeout on one TCP socket; a Unix socket is left as it is."""
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    idle, interval, count = settings.keepalive_probes()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, settings.user_timeout_ms())
 
 
 class Dialect:
@@ -103,8 +70,6 @@ class Dialect:
     product: ClassVar[str]
     drivers: ClassVar[Mapping[str, str]] = {}
     """Bare URL schemes and the driver rota ships an extra for (``mysql`` → ``mysql+pymysql``)."""
-    several_hosts: ClassVar[str] = "name one database server"
-    """What to write instead of a URL with several hosts this backend cannot take."""
     announces_new_jobs: ClassVar[bool] = False
     """Whether the jobs table notifies a channel of inserted jobs (migration 0008), which a
     worker can listen on (``store.signals``) instead of waiting for its next poll."""

@@ -71,13 +71,10 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
+from rota.core.connection import ConnectionSettings
+from rota.core.urls import SEVERAL_HOSTS, several_hosts_message
 from rota.errors import ConfigError
-from rota.store.dialects.base import (
-    ConnectionSettings,
-    Dialect,
-    insert_statement,
-    lost_connection,
-)
+from rota.store.dialects.base import Dialect, insert_statement, lost_connection, tune
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 from rota.store.events import EventSink
 from rota.store.secrets import encoded
@@ -124,17 +121,13 @@ class MySQLDialect(Dialect):
     name = "mysql"
     product = "MySQL"
     drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
-    several_hosts = (
-        "the MySQL and MariaDB drivers connect to one host only: put haproxy or ProxySQL in "
-        "front of the servers, or use a DNS name that follows the primary, and name that host"
-    )
 
     def normalise(self, url: URL) -> URL:
         """One host, or a ``ConfigError`` saying what to use instead of several."""
         listed = url.query.get("host", "")
         hosts = [url.host or "", *([listed] if isinstance(listed, str) else listed)]
         if len([host for host in hosts if host]) > 1 or any("," in host for host in hosts):
-            raise ConfigError(f"this URL names several database servers: {self.several_hosts}")
+            raise ConfigError(several_hosts_message(SEVERAL_HOSTS["mysql"]))
         return super().normalise(url)
 
     def engine_options(self, connection: ConnectionSettings) -> dict[str, Any]:
@@ -175,7 +168,7 @@ class MySQLDialect(Dialect):
         def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
             with _driver_socket(dbapi_connection) as sock:
                 if sock is not None:
-                    connection.tune(sock)
+                    tune(connection, sock)
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """MariaDB 10.6+ or MySQL 8.0.1+ (``server_release``), where the connection is and

@@ -26,7 +26,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.sql.dml import Insert
 
-from rota.store.dialects.base import ConnectionSettings, Dialect, lost_connection
+from rota.core.connection import ConnectionSettings
+from rota.store.dialects.base import Dialect, lost_connection
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
 
 CONFLICT = ("40001", "40P01", "55P03")
@@ -48,10 +49,6 @@ class PostgreSQLDialect(Dialect):
     product = "PostgreSQL"
     drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
     announces_new_jobs = True
-    several_hosts = (
-        "name several PostgreSQL servers in the query string, e.g. "
-        "postgresql://user@/database?host=a:5432,b:5432&target_session_attrs=read-write"
-    )
 
     def normalise(self, url: URL) -> URL:
         """``host=a:5432,b:5433`` as SQLAlchemy takes it (``host=a:5432&host=b:5433``): given

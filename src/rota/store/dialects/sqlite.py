@@ -11,8 +11,9 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
 
+from rota.core.connection import ConnectionSettings
 from rota.errors import ConfigError
-from rota.store.dialects.base import ConnectionSettings, Dialect, server_version
+from rota.store.dialects.base import Dialect, server_version
 from rota.store.events import EventSink
 from rota.store.values import ServerInfo
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from rota.store.schema import DEFAULT_TABLE_PREFIX
+from rota.core.connection import DEFAULT_TABLE_PREFIX
 
 config = context.config
 prefix = config.attributes.setdefault("table_prefix", DEFAULT_TABLE_PREFIX)
