@@ -4,7 +4,8 @@ talks to storage only through the ``Store`` protocol (``store.base``) and its va
 ::
 
     services/      what the application calls, on its own thread: readiness, queueing,
-                   control, schedules, results, status, and the actors of schedule history
+                   control, schedules, results, status and inspection (rota.inspect, what
+                   the tools read), and the actors of schedule history
     worker/        the worker on its event loop: claim, run, complete, leases, housekeeping,
                    the scheduler, tick alerts, listening for new jobs, the shared outlook
     host/          a process's life: start and stop (process), signals, drain, wake-ups,

@@ -2,7 +2,8 @@
 
 ::
 
-    base.py          the Store and ScheduleStore protocols
+    base/            the Store protocol and its sub-stores' (jobs, finished, reads, cluster,
+                     schedules), one module each
     values.py        the values they return besides rota's model (server, schema, outlook)
     sql.py           SqlStore: the protocol over one database; open_store(url, prefix)
     database.py      the shared Database: engine, dialect, tables, retried transactions
