@@ -1,4 +1,4 @@
-"""What each dashboard page shows, computed from the ``Rota`` façade and its store only.
+"""What each dashboard page shows, computed from the ``Rota`` façade (``rota.inspect``) only.
 
 Pages never issue SQL of their own: keeping the data in plain dicts built from the store's
 protocol methods means a page cannot drift from what ``rota jobs``, ``rota schedules`` or
