@@ -4,6 +4,8 @@ MariaDB and PostgreSQL come from ``ROTA_TEST_MYSQL_URL`` / ``ROTA_TEST_POSTGRES_
 the local servers).  Each test gets its own table prefix, so tests never see each other's rows.
 Outside CI an unreachable server skips its tests; with ``CI=true`` it fails them.
 ``--backends sqlite`` (comma-separated) chooses the databases: the others' tests are deselected.
+A test or module marked ``sqlite_only`` (see pyproject.toml) gets ``db`` on SQLite alone: its
+other backends are never generated, so they show as neither skipped nor deselected.
 """
 
 from __future__ import annotations
@@ -70,6 +72,29 @@ def _backends_used(item: pytest.Item) -> set[str]:
         used.update(value for value in callspec.params.values() if value in BACKENDS)
         used.update(part for part in callspec.id.split("-") if part in BACKENDS)
     return used
+
+
+def _argnames(mark: pytest.Mark) -> list[str]:
+    names = mark.args[0] if mark.args else mark.kwargs["argnames"]
+    return [name.strip() for name in names.split(",")] if isinstance(names, str) else list(names)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Under ``sqlite_only``, parametrise ``db`` with SQLite alone, as an explicit
+    ``parametrize("db", ["sqlite"], indirect=True)`` would (one the test makes itself wins)."""
+    if metafunc.definition.get_closest_marker("sqlite_only") is None:
+        return
+    servers = [name for name in ("server_db", *SERVERS) if name in metafunc.fixturenames]
+    if servers:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} is marked sqlite_only but asks for {servers[0]}"
+        )
+    explicit = any(
+        "db" in _argnames(mark) for mark in metafunc.definition.iter_markers("parametrize")
+    )
+    if "db" in metafunc.fixturenames and not explicit:
+        metafunc.definition.add_marker(pytest.mark.parametrize("db", ["sqlite"], indirect=True))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -24,6 +24,8 @@ from rota.store.values import UnreadableRow
 from rota.testing import FakeClock
 from tests.helpers import eventually, sql_store, wait_until
 
+pytestmark = pytest.mark.sqlite_only
+
 
 def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "event", None) == name]

@@ -21,6 +21,8 @@ from rota.observe.events import Event
 from rota.observe.hooks import HookRunner
 from tests.helpers import eventually, wait_until
 
+pytestmark = pytest.mark.sqlite_only
+
 
 def test_one_jobs_events_reach_a_sync_hook_in_order(make_rota: Callable[..., Rota]) -> None:
     rota = make_rota(concurrency=4)

@@ -23,6 +23,8 @@ from rota import JobContext, Rota
 from rota.observe import otel
 from rota.testing import FakeClock
 
+pytestmark = pytest.mark.sqlite_only
+
 
 def attributes(span: ReadableSpan) -> Mapping[str, object]:
     assert span.attributes is not None, span.name

@@ -17,6 +17,8 @@ import pytest
 from rota import JobContext, JobState, Rota
 from rota.core.failures import message_of
 
+pytestmark = pytest.mark.sqlite_only
+
 
 class Unprintable(ValueError):
     def __str__(self) -> str:

@@ -13,6 +13,8 @@ from rota import Rota
 from rota.cli import admin, main
 from rota.cli.loading import ROTA_COMMAND, Host
 
+pytestmark = pytest.mark.sqlite_only
+
 MANAGE = ("python", "manage.py", "rota")
 
 

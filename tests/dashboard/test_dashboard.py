@@ -19,6 +19,8 @@ from rota.core.schedules import ScheduleState
 from rota.dashboard import create_app
 from rota.testing import FakeClock
 
+pytestmark = pytest.mark.sqlite_only
+
 with warnings.catch_warnings():
     # Starlette 1.x prefers httpx2 for its test client; httpx works the same for these tests.
     warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)

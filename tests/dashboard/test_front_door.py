@@ -26,6 +26,8 @@ from rota.cli import main
 from rota.dashboard import create_app
 from tests.dashboard.serving import Answer, exchange, serving
 
+pytestmark = pytest.mark.sqlite_only
+
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)
     from starlette.testclient import TestClient

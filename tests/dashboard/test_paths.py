@@ -23,6 +23,8 @@ from rota.dashboard import create_app
 from tests.dashboard.forms import Forms
 from tests.dashboard.serving import serving
 
+pytestmark = pytest.mark.sqlite_only
+
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)
     from starlette.testclient import TestClient

@@ -27,7 +27,7 @@ from rota.runtime.worker import isolation
 from tests.apps import isolated_app
 from tests.helpers import eventually
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 FINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
 
 CRASHES = {
