@@ -194,20 +194,44 @@ def test_only_the_lease_holder_prunes(rota: Rota, clock: FakeClock) -> None:
 
 
 def test_run_now_leaves_the_cron_ticks_alone(rota: Rota, clock: FakeClock) -> None:
-    ran: list[object] = []
+    ran: list[tuple[object, bool]] = []
 
     @rota.task(cron="0 * * * *")
     def hourly(ctx: JobContext) -> None:
-        ran.append(ctx.scheduled_at)
+        ran.append((ctx.scheduled_at, ctx.manual))
 
     rota.drain()
-    assert ran == [START], "the 09:00 tick, at the moment the schedule was created"
+    assert ran == [(START, False)], "the 09:00 tick, at the moment the schedule was created"
     before = rota.store.schedules.get("hourly")
     job_id = rota.run_now("hourly")
     assert rota.drain().succeeded == 1
-    assert ran == [START, None]
-    assert rota.job(job_id).schedule == "hourly"
+    assert ran[1] == (START, True), "a manual run's tick is the moment it was asked for"
+    job = rota.job(job_id)
+    assert (job.schedule, job.scheduled_at, job.manual) == ("hourly", START, True)
     assert rota.store.schedules.get("hourly") == before
     clock.advance(timedelta(hours=1))
     rota.drain()
-    assert len(ran) == 3
+    assert ran[2] == (START + timedelta(hours=1), False)
+    assert not rota.job(job_id - 1).manual, "the cron tick's job"
+
+
+def test_manual_runs_never_meet_a_tick_and_count_in_the_schedules_runs(
+    rota: Rota, clock: FakeClock
+) -> None:
+    failing = [True]
+
+    @rota.task(cron="0 * * * *", retries=0)
+    def hourly(ctx: JobContext) -> None:
+        if failing:
+            failing.pop()
+            raise RuntimeError("boom")
+
+    assert rota.drain().failed == 1, "the 09:00 tick"
+    twice = [rota.run_now("hourly"), rota.run_now("hourly")]
+    assert rota.drain().succeeded == 2
+    moments = {rota.job(job_id).scheduled_at for job_id in twice}
+    assert moments == {START}, "two manual runs at the 09:00 tick's own moment"
+    stats = rota.inspect.schedule_stats(START - timedelta(minutes=1))["hourly"]
+    assert (stats.runs, stats.failures) == (3, 1)
+    (status,) = [s for s in rota.jobs() if s.id == "hourly"]
+    assert (status.runs, status.failures) == (3, 1)

@@ -25,6 +25,7 @@ from rota.core.schedules import Schedule, ScheduleChange
 from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.observe.events import EventLog, Hook
+from rota.observe.logs import configure_unless_configured
 from rota.observe.otel import load_telemetry
 from rota.runtime.announcer import Announcer
 from rota.runtime.common import Common
@@ -318,7 +319,9 @@ class Rota:
         concurrency: int | None = None,
     ) -> None:
         """Run the worker until SIGINT or SIGTERM, then stop gracefully (as ``start``); a second
-        signal interrupts the running jobs at once instead of waiting out ``grace``."""
+        signal interrupts the running jobs at once instead of waiting out ``grace``.  Logs as
+        ``rota worker`` does, in ``log_format``, unless the application configured logging."""
+        configure_unless_configured(self.events.log_format)
         asyncio.run(run_until_signalled(self._host, grace, Served(tuple(queues), concurrency)))
 
     def drain(self, queue: str | None = None) -> DrainResult:

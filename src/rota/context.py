@@ -76,8 +76,12 @@ class JobContext:
     queue: str
     attempt: int
     scheduled_at: datetime | None
+    """The tick a scheduled job runs for, or the moment a manual run was asked for (``manual``);
+    ``None`` for a job queued otherwise."""
     logger: logging.LoggerAdapter[logging.Logger]
     cancelled: Cancellation = field(default_factory=Cancellation)
+    manual: bool = False
+    """A run of the schedule asked for by hand (``run_now``, the CLI, the dashboard, the API)."""
     on_progress: Callable[[Progress], None] | None = field(default=None, repr=False, compare=False)
     """Where ``progress`` hands each valid value: the worker's ``ProgressBoard``.  ``None`` in
     a context made by hand (a unit test of a handler), where ``progress`` only checks."""

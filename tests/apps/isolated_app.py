@@ -55,6 +55,7 @@ def echo(ctx: JobContext, *args: Any, **kwargs: Any) -> dict[str, Any]:
         "queue": ctx.queue,
         "attempt": ctx.attempt,
         "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
+        "manual": ctx.manual,
         "pid": os.getpid(),
     }
 

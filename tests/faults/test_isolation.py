@@ -195,6 +195,7 @@ def test_arguments_context_and_result_cross_as_json(make_rota: Callable[..., Rot
             attempt=1,
             scheduled_at=job.scheduled_at,
             logger=logging.LoggerAdapter(logging.getLogger(f"rota.task.{task}"), {}),
+            manual=True,
         )
         definition = rota.registry.get(task)
         text = asyncio.run(
@@ -214,6 +215,7 @@ def test_arguments_context_and_result_cross_as_json(make_rota: Callable[..., Rot
         "queue": "other",
         "attempt": 1,
         "scheduled_at": job.scheduled_at.isoformat() if job.scheduled_at else None,
+        "manual": True,
     }
     assert attempt("no_context", rota.queue("no_context")) == 42
     with pytest.raises(InvalidResult, match="not JSON"):

@@ -7,6 +7,8 @@ import asyncio
 import re
 import subprocess
 import sys
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,13 @@ from sqlalchemy import inspect, text
 
 from rota import JobState, Rota, RotaError, StoreError, TaskDefinition, TransientStoreError
 from rota.cli import main
+from rota.core.model import NewJob
 from rota.store import migrate, open_store
 from rota.store.migrate import MIGRATIONS
 from rota.store.schema import build_schema
 from tests.conftest import Database
 from tests.helpers import sql_store
+from tests.store.contract.support import EMPTY
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -230,6 +234,48 @@ def test_0003_scopes_unique_keys_per_task_on_a_database_with_jobs(db: Database) 
     assert index["column_names"] == ["task", "unique_key"] and index["unique"]
     rota.store.dispose()
     engine.dispose()
+
+
+def test_0010_tells_ticks_from_manual_runs_on_a_database_with_jobs(db: Database) -> None:
+    """At 0009 a manual run had no ``scheduled_at``: up, the tick stays a tick and the old
+    manual run is manual; a manual run at the tick's moment then fits beside it; down again,
+    that run loses its moment, as the older key cannot hold it."""
+    store = open_store(db.url, db.prefix)
+    engine = store.engine
+    config = migrate._config(db.prefix)
+    at = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.utc)
+    row = {"task": "t", "queue": "default", "priority": 0, "state": "pending", "payload": EMPTY}
+    row |= {"attempt": 0, "run_at": at, "created_at": at, "schedule": "nightly"}
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0009")
+        for moment in (at, None):
+            connection.execute(
+                build_schema(db.prefix).jobs.insert(), [row | {"scheduled_at": moment}]
+            )
+        connection.commit()
+        command.upgrade(config, "0010")
+        connection.commit()
+    tick, old_manual = store.reads.jobs()[::-1]
+    assert (tick.scheduled_at, tick.manual) == (at, False)
+    assert (old_manual.scheduled_at, old_manual.manual) == (None, True)
+    again = NewJob("t", EMPTY, tick.run_at, schedule="nightly", scheduled_at=tick.scheduled_at)
+    (manual,) = store.jobs.enqueue([replace(again, manual=True)], tick.run_at)
+    with pytest.raises(StoreError):
+        store.jobs.enqueue([again], tick.run_at)
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0009")
+        connection.commit()
+        moments = connection.execute(
+            text(f"SELECT id, scheduled_at FROM {db.prefix}jobs ORDER BY id")
+        ).all()
+    assert [(row[0], row[1] is None) for row in moments] == [
+        (tick.id, False),
+        (old_manual.id, True),
+        (manual, True),
+    ]
+    store.dispose()
 
 
 def test_an_alembic_failure_is_a_store_error(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,6 +108,8 @@ class NewJob:
     max_attempts: int | None = None
     schedule: str | None = None
     scheduled_at: datetime | None = None
+    manual: bool = False
+    """A run of ``schedule`` asked for by hand (``run_now``), at ``scheduled_at``: not a tick."""
     unique_key: str | None = None
     depends_on: tuple[int, ...] = ()
     concurrency_key: str | None = None
@@ -169,6 +171,8 @@ class Job:
     finished_at: datetime | None = None
     schedule: str | None = None
     scheduled_at: datetime | None = None
+    manual: bool = False
+    """A manual run of ``schedule``: ``scheduled_at`` is the moment it was asked for."""
     errors: tuple[AttemptError, ...] = ()
     lease_owner: str | None = None
     lease_until: datetime | None = None

@@ -31,7 +31,6 @@ def configure_logging(level: str) -> None:
         datefmt="%H:%M:%S",
         stream=sys.stdout,
     )
-    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def queue_startup_jobs() -> None:

@@ -1,4 +1,5 @@
-"""How ``rota worker`` logs: every record on stderr, one line each, as text or as JSON objects.
+"""How ``rota worker`` and ``rota.run()`` log: every record on stderr, one line each, as text or
+as JSON objects.  ``rota.run()`` leaves an application that configured logging itself alone.
 
 What a record says may come from outside (an error message, a name or an argument read from the
 database): neither format lets it write a line of its own, nor a character that acts on the
@@ -92,9 +93,14 @@ def configure_logging(level: str, log_format: str = "text") -> logging.Handler:
     handler.setFormatter(formatter(log_format))
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
     logging.captureWarnings(True)
-    if level.upper() != "DEBUG":
-        logging.getLogger("alembic").setLevel(logging.WARNING)
     return handler
+
+
+def configure_unless_configured(log_format: str) -> None:
+    """Log as ``rota worker`` does, at INFO, unless the root logger has a handler already: the
+    application chose where its records go, and a second handler would write each one twice."""
+    if not logging.getLogger().handlers:
+        configure_logging("info", log_format)
 
 
 @contextlib.contextmanager

@@ -30,7 +30,17 @@ _IN_PROCESS = threading.Lock()
 logger = logging.getLogger("rota")
 
 
+def quiet_alembic() -> None:
+    """Alembic logs a few lines at INFO each time it looks at a database (its implementation,
+    the DDL mode, each revision run): noise in a service's log.  Its logger goes to WARNING
+    unless rota's logs at DEBUG, or the application set Alembic's level itself."""
+    alembic = logging.getLogger("alembic")
+    if alembic.level == logging.NOTSET and not logger.isEnabledFor(logging.DEBUG):
+        alembic.setLevel(logging.WARNING)
+
+
 def _config(prefix: str) -> Config:
+    quiet_alembic()
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["table_prefix"] = prefix
@@ -61,6 +71,7 @@ def _version_table(prefix: str) -> str:
 
 
 def _revision(connection: Connection, prefix: str) -> str | None:
+    quiet_alembic()
     context = MigrationContext.configure(connection, opts={"version_table": _version_table(prefix)})
     return context.get_current_revision()
 

@@ -100,6 +100,7 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
         "cancel_requested": False,
         "schedule": job.schedule,
         "scheduled_at": job.scheduled_at,
+        "tick": None if job.schedule is None or job.manual else True,
         "unique_key": job.unique_key,
         "concurrency_key": job.concurrency_key,
         "rate_key": job.rate_key,
@@ -147,6 +148,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         finished_at=data["finished_at"],
         schedule=data["schedule"],
         scheduled_at=data["scheduled_at"],
+        manual=data["schedule"] is not None and data["tick"] is None,
         errors=errors,
         lease_owner=data["lease_owner"],
         lease_until=data["lease_until"],
@@ -180,8 +182,7 @@ def job_problems(data: Mapping[Any, Any]) -> str | None:
 def _job_values(
     data: Mapping[Any, Any], problems: list[str]
 ) -> tuple[payload.Arguments, tuple[AttemptError, ...], int, Any]:
-    """A job row's arguments, errors, priority and result, each a stand-in where it cannot be
-    read, with a problem saying why."""
+    """A row's arguments, errors, priority and result; unreadable ones: a stand-in and a problem."""
     try:
         decoded = payload.decode(data["payload"])
     except InvalidArguments as error:
@@ -207,9 +208,7 @@ def _result(stored: str | None, problems: list[str]) -> Any:
     try:
         return json.loads(stored)
     except ValueError as error:
-        problems.append(
-            f"its result cannot be read ({error}); it held {stored[:UNREADABLE_QUOTE]!r}"
-        )
+        problems.append(_column_problem("result", error, stored))
         return None
 
 

@@ -38,6 +38,11 @@ FINISHED_INDEX = ("finished_at", "state", "queue", "task")
 dashboard's chart read the index alone, never a row; the prune's oldest-first scan uses its
 first column."""
 
+TICK_KEY = ("schedule", "scheduled_at", "tick")
+"""One job per tick (invariant 1): ``tick`` is TRUE for a cron tick's job and NULL for any other
+job, a manual run included; every backend holds NULLs distinct in a unique index, so manual runs
+never meet the key, not even two of them at a tick's own moment."""
+
 TABLE_OPTIONS = {"engine": "InnoDB", "charset": "utf8mb4", "collate": "utf8mb4_bin"}
 """Every table on MySQL and MariaDB: InnoDB, and text compared byte for byte (task and queue
 names, unique keys and schedule names are told apart by case)."""
@@ -98,6 +103,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("errors", LongText, nullable=True),
         Column("schedule", String(LIMITS["schedule"]), nullable=True),
         Column("scheduled_at", UtcDateTime, nullable=True),
+        Column("tick", Boolean, nullable=True),
         Column("unique_key", String(LIMITS["unique_key"]), nullable=True),
         Column("result", LongText, nullable=True),
         Column("progress", Float, nullable=True),
@@ -110,7 +116,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", *FINISHED_INDEX),
-        Index(f"uq_{prefix}jobs_tick", "schedule", "scheduled_at", unique=True),
+        Index(f"uq_{prefix}jobs_tick", *TICK_KEY, unique=True),
         Index(f"uq_{prefix}jobs_unique_key", "task", "unique_key", unique=True),
         **MYSQL_TABLE_OPTIONS,
     )

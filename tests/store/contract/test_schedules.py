@@ -4,6 +4,7 @@ pause/resume/cancel/disable, and the statistics read from the jobs table."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from rota.core.model import NewJob
@@ -136,6 +137,16 @@ def test_a_tick_whose_job_exists_is_skipped_but_the_schedule_advances(
     assert schedules.fire(schedule, START + MINUTE, tick(), START)
     assert len(store.reads.jobs()) == 1
     assert schedules.next_due() == START + MINUTE
+
+
+def test_manual_runs_stay_out_of_the_tick_key(store: Store, schedules: ScheduleStore) -> None:
+    schedule = upsert(schedules, spec(), START, START)
+    manual = replace(tick()[0], manual=True)
+    store.jobs.enqueue([manual, *tick(), manual], START)
+    assert schedules.fire(schedule, START + MINUTE, tick(), START), "the tick's job is skipped"
+    found = sorted((j.scheduled_at, j.manual) for j in store.reads.jobs())
+    assert found == [(START, False), (START, True), (START, True)]
+    assert schedules.stats(START)["nightly"].runs == 0, "none started yet"
 
 
 def test_set_state_moves_one_or_all_from_the_sources_given(schedules: ScheduleStore) -> None:

@@ -301,10 +301,12 @@ class ScheduleControl:
 
     def run_now(self, name: str) -> int:
         """One job of a live schedule now (a paused one too: a manual run while its ticks are
-        held); a cancelled or disabled schedule is refused, it has no rule in force."""
+        held); a cancelled or disabled schedule is refused, it has no rule in force.  Its
+        ``scheduled_at`` is now, and it counts in the schedule's runs like a tick."""
         schedule = self.live(name, "run now")
         now = self.clock.now()
-        (job_id,) = self.store.jobs.enqueue([schedule_job(schedule, now, self.registry, None)], now)
+        job = schedule_job(schedule, now, self.registry, manual=True)
+        (job_id,) = self.store.jobs.enqueue([job], now)
         self.gate.wake_worker()
         return job_id
 

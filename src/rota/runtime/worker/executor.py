@@ -140,6 +140,7 @@ class Executor:
             queue=job.queue,
             attempt=job.attempt,
             scheduled_at=job.scheduled_at,
+            manual=job.manual,
             logger=logging.LoggerAdapter(
                 definition.logger,
                 {"job_id": job.id, "task": job.task, "attempt": job.attempt},

@@ -130,6 +130,7 @@ async def run(
             "queue": ctx.queue,
             "attempt": ctx.attempt,
             "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
+            "manual": ctx.manual,
             "max_result_bytes": max_result_bytes,
         }
     )
@@ -309,6 +310,7 @@ def _child_main(spec: str, output: Connection, lifeline: Connection, progress: C
         queue=data["queue"],
         attempt=data["attempt"],
         scheduled_at=datetime.fromisoformat(scheduled) if scheduled else None,
+        manual=data["manual"],
         logger=logging.LoggerAdapter(
             logging.getLogger(f"rota.task.{data['task']}"),
             {"job_id": data["job_id"], "task": data["task"], "attempt": data["attempt"]},

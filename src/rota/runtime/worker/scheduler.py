@@ -69,7 +69,7 @@ def fire_due(
             catchup=settings.catchup_missed,
             max_missed=settings.max_missed_runs,
         )
-        jobs = [schedule_job(schedule, tick, registry, tick) for tick in decided.ticks]
+        jobs = [schedule_job(schedule, tick, registry) for tick in decided.ticks]
         if not store.fire(schedule, decided.next_run, jobs, now):
             continue
         if decided.missed:
@@ -95,19 +95,21 @@ def fire_due(
 
 
 def schedule_job(
-    schedule: Schedule, run_at: datetime, registry: TaskRegistry, tick: datetime | None
+    schedule: Schedule, tick: datetime, registry: TaskRegistry, manual: bool = False
 ) -> NewJob:
-    """A job of ``schedule``: for its cron ``tick``, or run by hand (``tick`` None)."""
+    """A job of ``schedule`` due at ``tick``: a cron tick, or the moment a manual run was asked
+    for, which handlers see as ``ctx.scheduled_at`` all the same (their idempotency key)."""
     definition = registry.find(schedule.spec.task)
     return NewJob(
         task=schedule.spec.task,
         payload=schedule.spec.payload,
-        run_at=run_at,
+        run_at=tick,
         queue=schedule.spec.queue,
         priority=schedule.spec.priority,
         max_attempts=definition.policy.max_attempts if definition else None,
         schedule=schedule.name,
         scheduled_at=tick,
+        manual=manual,
     )
 
 
