@@ -93,3 +93,4 @@ def test_a_sqlite_file_that_is_no_database_cannot_be_checked(tmp_path: Path) -> 
     assert result.exit_code == 2, result.output
     assert f"STORE_ERROR: cannot open the sqlite database '{path}'" in result.stderr
     assert "file is not a database" in result.stderr
+    assert facts(result.stdout)["server"] == "cannot be opened"

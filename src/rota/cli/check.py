@@ -33,9 +33,9 @@ from rota.core.escaping import visible
 from rota.core.model import Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
 from rota.display import NONE, span
-from rota.errors import ConfigError, DatabaseUnavailable, ErrorCode, RotaError
+from rota.errors import ConfigError, DatabaseUnavailable, ErrorCode, RotaError, StoreError
 from rota.store import head_revision
-from rota.store.urls import describe_url, scrub
+from rota.store.urls import database_file, describe_url, scrub
 from rota.store.values import UnreadableRow
 
 EVER = datetime.min.replace(tzinfo=timezone.utc)
@@ -107,8 +107,7 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
         examine(rota, report)
     except RotaError as error:
         report.problems.append(f"{error.code}: {scrub(str(error), target)}")
-        if not isinstance(error, DatabaseUnavailable):
-            report.unreached = "refused the connection"
+        report.unreached = unreached(error, target)
     finally:
         rota.close()
     code = 0 if not report.problems else PROBLEMS if report.complete else UNCHECKED
@@ -174,6 +173,15 @@ def examine(rota: Rota, report: Report) -> None:
             f"first {UNREADABLE_LISTED} are listed"
         )
     report.complete = True
+
+
+def unreached(error: RotaError, url: str) -> str:
+    """The server line of a check that described no server: why, in a few words."""
+    if isinstance(error, DatabaseUnavailable):
+        return "unreachable"
+    if isinstance(error, StoreError):
+        return "cannot be opened" if database_file(url) is not None else "refused the connection"
+    return "not reached"
 
 
 def as_dict(report: Report) -> dict[str, Any]:
