@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("rota")
 MAX_DEPENDENCIES = 1000
 """Dependencies one job may have: each is a row written and locked at enqueue."""
+CONNECTION = "connection"
+"""``queue()``'s own keyword, besides ``Enqueue``'s options."""
 
 
 class Enqueue:
@@ -71,6 +73,11 @@ class Enqueue:
 
     def __repr__(self) -> str:
         return f"Enqueue({self.task!r}, args={self.args!r}, kwargs={self.kwargs!r})"
+
+
+OPTIONS = tuple(sorted({*Enqueue.__slots__, CONNECTION} - {"task"}))
+"""The reserved keywords of ``queue()``: one misspelt reaches the handler, whose refusal of
+it names the option meant."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ class _Batch:
     def check_arguments(self, target: Target, definition: TaskDefinition, request: Enqueue) -> None:
         shape = (target.name, len(request.args), tuple(request.kwargs))
         if shape not in self.fitting:
-            definition.check_arguments(request.args, request.kwargs)
+            definition.check_arguments(request.args, request.kwargs, OPTIONS)
             self.fitting.add(shape)
 
     def attempts(self, target: Target, definition: TaskDefinition) -> int:

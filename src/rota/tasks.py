@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -18,7 +19,7 @@ from rota.core.names import check_name
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
 
 MAX_SHAPES = 64
-"""Argument shapes a task remembers the answer for; past them it binds each time."""
+"""Argument shapes a task remembers as fitting; past them it binds each time."""
 
 Handler = Callable[..., Any]
 
@@ -79,11 +80,11 @@ class TaskDefinition:
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
-    _shapes: dict[tuple[int, tuple[str, ...]], str | None] = field(
-        init=False, repr=False, compare=False, default_factory=dict
+    _fitting: set[tuple[int, tuple[str, ...]]] = field(
+        init=False, repr=False, compare=False, default_factory=set
     )
-    """``argument_problem``'s answers by the shape of the arguments (how many positional, which
-    keywords): binding looks at nothing else, and a worker checks every job it runs."""
+    """Shapes of arguments (how many positional, which keywords) the handler was found to
+    accept: binding looks at nothing else, and a worker checks every job it runs."""
 
     def __post_init__(self) -> None:
         check_name("task", self.name, ConfigError)
@@ -151,27 +152,38 @@ class TaskDefinition:
     def __repr__(self) -> str:
         return f"TaskDefinition(name={self.name!r}, ...)"
 
-    def argument_problem(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
-        """Why the handler cannot be called with these arguments, or ``None`` when it can."""
+    def argument_problem(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any], options: Collection[str] = ()
+    ) -> str | None:
+        """Why the handler cannot be called with these arguments, or ``None`` when it can.
+
+        A keyword the handler has no parameter for is named first, with the parameter nearest
+        to it, or the nearest of ``options`` (the caller's own keywords, such as ``queue()``'s
+        ``delay``): a misspelt one is otherwise reported as the parameter it failed to give.
+        """
         if not self.takes_context:
             if args or kwargs:
-                return "the handler takes no parameters, so it takes no arguments"
+                hints = [unexpected(name, (), options) for name in kwargs]
+                return "; ".join(
+                    [
+                        "the handler takes no parameters, so it takes no arguments",
+                        *filter(None, hints),
+                    ]
+                )
             return None
         shape = (len(args), tuple(sorted(kwargs)))
-        if shape in self._shapes:
-            return self._shapes[shape]
-        try:
-            self.signature.bind(None, *args, **kwargs)
-            problem = None
-        except TypeError as exc:
-            problem = str(exc)
-        if len(self._shapes) < MAX_SHAPES:
-            self._shapes[shape] = problem
+        if shape in self._fitting:
+            return None
+        problem = binding_problem(self.signature, args, kwargs, options)
+        if problem is None and len(self._fitting) < MAX_SHAPES:
+            self._fitting.add(shape)
         return problem
 
-    def check_arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    def check_arguments(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any], options: Collection[str] = ()
+    ) -> None:
         """Raise ``InvalidArguments`` naming the argument the handler would refuse."""
-        problem = self.argument_problem(args, kwargs)
+        problem = self.argument_problem(args, kwargs, options)
         if problem is not None:
             raise InvalidArguments(f"task {self.name!r}: {problem}")
 
@@ -179,6 +191,45 @@ class TaskDefinition:
         if not self.takes_context:
             return self.handler()
         return self.handler(ctx, *args, **kwargs)
+
+
+def binding_problem(
+    signature: inspect.Signature,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    options: Collection[str],
+) -> str | None:
+    """Why ``signature`` (its first parameter the context) refuses these arguments, if it does:
+    keywords it has no parameter for, each with the nearest name, else what binding says."""
+    parameters = signature.parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        named = [
+            p.name
+            for p in list(parameters.values())[1:]
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        hints = [unexpected(name, named, options) for name in kwargs if name not in parameters]
+        if hints:
+            return "; ".join(hints)
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def unexpected(name: str, parameters: Collection[str], options: Collection[str]) -> str:
+    """``got an unexpected keyword argument 'subjet' (did you mean 'subject'?)``, naming the
+    parameter or option closest to ``name`` if one is close; ``""`` when neither is and
+    ``parameters`` is empty (a handler without parameters says so itself)."""
+    close = difflib.get_close_matches(name, [*parameters, *options], n=1)
+    if not close:
+        return f"got an unexpected keyword argument {name!r}" if parameters else ""
+    option = close[0] not in parameters
+    return (
+        f"got an unexpected keyword argument {name!r} (did you mean "
+        f"{'the enqueue option ' if option else ''}{close[0]!r}?)"
+    )
 
 
 class TaskOptions(TypedDict, total=False):

@@ -151,3 +151,26 @@ def test_an_app_that_names_no_rota_is_a_one_line_usage_error(
     assert [line for line in usage if line and not line.startswith(("Usage:", "Try "))] == []
     assert error.startswith("Error: Invalid value for 'APP': ")
     assert f"{target!r}" in error and reason in error, error
+
+
+def test_an_import_error_deep_in_the_app_shows_its_traceback_at_debug_level(
+    service: Path,
+) -> None:
+    (service / "tasks_raising.py").write_text(
+        "def setup():\n    raise KeyError('SMTP_HOST')\n\n\nsetup()\n"
+    )
+    (service / "main.py").write_text(
+        "from rota import Rota\nimport tasks_raising\n\nrota = Rota()\n"
+    )
+    target = f"{service}/main.py:rota"
+    quiet = rota_command("worker", target)
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr, quiet.stderr
+    assert f"KeyError: 'SMTP_HOST' ({service}/tasks_raising.py, line 2)" in quiet.stderr
+
+    debug = rota_command("worker", target, "--log-level", "debug")
+    assert debug.returncode == 2, debug.stderr
+    traceback = debug.stderr.split("Traceback (most recent call last):")[1]
+    assert f'File "{service}/main.py", line 2, in <module>' in traceback
+    assert f'File "{service}/tasks_raising.py", line 2, in setup' in traceback
+    assert "KeyError: 'SMTP_HOST'" in traceback
+    assert debug.stderr.rstrip().splitlines()[-1].startswith("Error: Invalid value for 'APP'")

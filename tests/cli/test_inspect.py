@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import socket
 from datetime import datetime, timedelta, timezone
@@ -247,7 +248,8 @@ def test_check_reports_server_schema_workers_and_stranded_jobs(
     head = migrate.head_revision()
 
     result = cli("check")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
+    assert "JOBS_STRANDED: 2 pending job(s) of task 'ghost'" in result.stderr
     out = result.stdout
     product, driver = {
         "sqlite": ("SQLite", "pysqlite"),
@@ -272,8 +274,8 @@ def test_check_reports_server_schema_workers_and_stranded_jobs(
         ["known", "mail", "1", "no live worker with the task serves the queue"],
     ]
 
-    data = parsed(cli("check", "--json"))
-    assert data["ok"] is True and data["problems"] == []
+    data = parsed_failure(cli("check", "--json"))
+    assert data["ok"] is False and len(data["problems"]) == 2
     assert data["schema"] == {"revision": head, "head": head, "state": "up to date"}
     (worker,) = data["workers"]
     assert [dead["host"] for dead in data["dead_workers"]] == ["gone"]
@@ -292,7 +294,7 @@ def test_a_missing_or_old_schema_fails_the_check(db: Database, cli: Cli) -> None
     with engine.connect():  # an empty database (SQLite: an empty file)
         pass
     missing = cli("check")
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2, "cannot check"
     assert f"missing (this rota needs {head})" in missing.stdout
     assert "run `rota migrate`" in missing.stderr
     refused = cli("jobs")
@@ -304,9 +306,11 @@ def test_a_missing_or_old_schema_fails_the_check(db: Database, cli: Cli) -> None
     with engine.begin() as connection:
         connection.execute(text(f"UPDATE {version} SET version_num = '0001'"))
     behind = cli("check")
-    assert behind.exit_code == 1
+    assert behind.exit_code == 2
     assert f"0001 (behind: this rota needs {head})" in behind.stdout
-    data = parsed_failure(cli("check", "--json"))
+    as_json = cli("check", "--json")
+    assert as_json.exit_code == 2
+    data = json.loads(as_json.stdout)
     assert data["schema"]["state"] == "behind" and data["ok"] is False
 
     with engine.begin() as connection:
@@ -326,12 +330,13 @@ def test_an_unreachable_database_fails_without_showing_the_password(scheme: str)
     url = f"{scheme}://app:{PASSWORD}@127.0.0.1:{closed_port()}/orders"
     runner = CliRunner()
     result = runner.invoke(main, ["check", "--url", url])
-    assert result.exit_code == 1
+    assert result.exit_code == 2, "cannot check"
     assert "DATABASE_UNAVAILABLE: cannot reach the" in result.stderr
     assert "'orders' on 127.0.0.1" in result.stderr
+    assert "server    unreachable" in result.stdout
     as_json = runner.invoke(main, ["check", "--url", url, "--json"])
-    assert as_json.exit_code == 1
-    assert "DATABASE_UNAVAILABLE" in parsed_failure(as_json)["problems"][0]
+    assert as_json.exit_code == 2
+    assert "DATABASE_UNAVAILABLE" in json.loads(as_json.stdout)["problems"][0]
     listing = runner.invoke(main, ["jobs", "--url", url])
     assert listing.exit_code == 1 and "DATABASE_UNAVAILABLE" in listing.stderr
     for output in (result.output, as_json.output, listing.output):

@@ -163,8 +163,11 @@ def test_schedules_fit_80_columns(url: str) -> None:
 
 
 def test_check_fits_80_columns(url: str) -> None:
-    code, lines = in_terminal("check", "--url", url)
-    assert code == 0, lines
+    code, shown = in_terminal("check", "--url", url)
+    assert code == 1, "stranded jobs"
+    (problem,) = [line for line in shown if line.startswith("Error: ")]
+    assert problem.startswith("Error: JOBS_STRANDED: "), "a message, which the terminal wraps"
+    lines = [line for line in shown if line != problem]
     assert_readable(lines, 80)
     text = "\n".join(lines)
     assert "Live workers:" in text and "Pending jobs no live worker can run:" in text

@@ -54,6 +54,6 @@ def test_python_dash_m_rota(tmp_path: Path) -> None:
 
     unreachable = f"postgresql://app:{PASSWORD}@127.0.0.1:{closed_port()}/orders"
     check = rota_command("check", "--url", unreachable)
-    assert check.returncode == 1
+    assert check.returncode == 2, "cannot check"
     assert "DATABASE_UNAVAILABLE" in check.stderr and "'orders'" in check.stderr
     assert PASSWORD not in check.stdout + check.stderr

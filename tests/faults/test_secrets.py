@@ -351,8 +351,8 @@ def test_rota_check_and_the_cli_do_not_show_the_password(
             if result.exc_info is not None and not isinstance(result.exception, SystemExit):
                 outputs.append("".join(traceback.format_exception(*result.exc_info)))
     assert codes[("good", account.prefix, "check")] == 0
-    assert codes[("unreachable", account.prefix, "check")] == 1
-    assert codes[("good", f"m{account.prefix}", "check")] == 1
+    assert codes[("unreachable", account.prefix, "check")] == 2, "cannot check"
+    assert codes[("good", f"m{account.prefix}", "check")] == 2, "no schema: cannot check"
     assert codes[("malformed", account.prefix, "check")] == 2
     assert codes[("bad port", account.prefix, "check", "--json")] == 2
     assert codes[("good", "bad-prefix!", "check")] == 2
@@ -369,7 +369,7 @@ def test_rota_check_and_the_cli_do_not_show_the_password(
             timeout=60,
         )
         outputs += [process.stdout, process.stderr]
-        assert process.returncode == (1 if account.backend == "mariadb" else 0), process.stderr
+        assert process.returncode == (2 if account.backend == "mariadb" else 0), process.stderr
     assert_hidden(account, outputs, logs)
 
 

@@ -153,7 +153,7 @@ def test_rota_check_shows_stranded_task_names_escaped(db: Database, rota: Rota, 
     job_id = rota.queue(waiting)
     tamper(db, "jobs", {"id": job_id}, task="t" + EVIL, queue="q" + EVIL)
     result = cli("check")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     no_raw(result.output)
     assert f"t{SHOWN}" in result.stdout and f"q{SHOWN}" in result.stdout, result.stdout
 

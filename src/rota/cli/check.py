@@ -1,5 +1,11 @@
 """``rota check``: can this database run rota (reached, writable), is any job waiting for a worker
-that is gone, is any schedule failing, and is any row one rota cannot read?"""
+that is gone, is any schedule failing, and is any row one rota cannot read?
+
+Its exit code tells a script or a probe which: 0 healthy, 1 problems found, 2 the check could
+not be made (the database unreachable or refusing the connection, its schema missing or
+behind), as a usage error is 2. A dead worker is no problem of its own: its jobs go back to
+pending when their leases expire, and a job that then waits for a worker is a stranded one.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +33,9 @@ from rota.core.escaping import visible
 from rota.core.model import Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
 from rota.display import NONE, span
-from rota.errors import ConfigError, ErrorCode, RotaError
+from rota.errors import ConfigError, DatabaseUnavailable, ErrorCode, RotaError, StoreError
 from rota.store import head_revision
-from rota.store.urls import describe_url, scrub
+from rota.store.urls import database_file, describe_url, scrub
 from rota.store.values import UnreadableRow
 
 EVER = datetime.min.replace(tzinfo=timezone.utc)
@@ -38,6 +44,14 @@ LIVE = (ScheduleState.ACTIVE, ScheduleState.PAUSED)
 """A failing schedule that has ended (cancelled, disabled) runs no more ticks: not a problem."""
 UNREADABLE_LISTED = 1000
 """The most unreadable rows one check lists."""
+PROBLEMS, UNCHECKED = 1, 2
+"""Exit codes: problems found; the check could not be made."""
+
+
+class Unchecked(click.ClickException):
+    """The check could not be made: exit code 2."""
+
+    exit_code = UNCHECKED
 
 
 @dataclass
@@ -63,6 +77,10 @@ class Report:
     unreadable: list[UnreadableRow] = field(default_factory=list)
     """Rows this rota cannot read (a newer rota's, a hand edit's), which it leaves alone."""
     problems: list[str] = field(default_factory=list)
+    complete: bool = False
+    """Whether every check was made: one that stops early leaves the rest unknown."""
+    unreached: str = "unreachable"
+    """What the server line says when no server was described."""
     checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
 
@@ -74,11 +92,13 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     stranded jobs.
 
     A job is stranded when it is pending and no live worker (one that missed fewer than two
-    heartbeats) registers its task for its queue. Exits 1 when the database is unreachable or
-    read-only (a replica: no worker can work there), its schema is missing or behind this
-    version of rota, a schedule is failing (its last alert_after_failures ticks failed), or a
-    row cannot be read (a job, worker or schedule written by a newer rota or by hand, which
-    rota leaves alone), naming each such schedule and row.
+    heartbeats) registers its task for its queue. Exits 1 when jobs are stranded, the server
+    is read-only (a replica: no worker can work there), a schedule is failing (its last
+    alert_after_failures ticks failed), or a row cannot be read (a job, worker or schedule
+    written by a newer rota or by hand, which rota leaves alone), naming each; dead workers
+    are listed but are no problem of their own. Exits 2 when it cannot check: the database is
+    unreachable or refuses the connection (a wrong password), or its schema is missing or
+    behind this version of rota.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -87,16 +107,17 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
         examine(rota, report)
     except RotaError as error:
         report.problems.append(f"{error.code}: {scrub(str(error), target)}")
+        report.unreached = unreached(error, target)
     finally:
         rota.close()
+    code = 0 if not report.problems else PROBLEMS if report.complete else UNCHECKED
     if as_json:
         emit_json(as_dict(report))
-        if report.problems:
-            click.get_current_context().exit(1)
-        return
+        click.get_current_context().exit(code)
     show(report)
-    if report.problems:
-        raise fail("\n".join(report.problems))
+    if code:
+        problems = "\n".join(report.problems)
+        raise fail(problems) if code == PROBLEMS else Unchecked(problems)
 
 
 def examine(rota: Rota, report: Report) -> None:
@@ -125,6 +146,13 @@ def examine(rota: Rota, report: Report) -> None:
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
     report.stranded = view.stranded(report.checked_at)
+    report.problems += [
+        visible(
+            f"{ErrorCode.JOBS_STRANDED}: {row.pending} pending job(s) of task {row.task!r} in "
+            f"queue {row.queue!r} wait for a worker: {row.reason}"
+        )
+        for row in report.stranded
+    ]
     report.failing = [schedule for schedule in view.schedules(LIVE) if schedule.failing]
     report.problems += [
         f"{ErrorCode.SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its "
@@ -144,6 +172,16 @@ def examine(rota: Rota, report: Report) -> None:
             f"{ErrorCode.UNREADABLE_ROW}: more than {UNREADABLE_LISTED} rows cannot be read; the "
             f"first {UNREADABLE_LISTED} are listed"
         )
+    report.complete = True
+
+
+def unreached(error: RotaError, url: str) -> str:
+    """The server line of a check that described no server: why, in a few words."""
+    if isinstance(error, DatabaseUnavailable):
+        return "unreachable"
+    if isinstance(error, StoreError):
+        return "cannot be opened" if database_file(url) is not None else "refused the connection"
+    return "not reached"
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -200,7 +238,7 @@ def show(report: Report) -> None:
     if report.driver is not None:
         facts.append(("driver", f"{report.driver} {report.driver_version}"))
     if report.server is None:
-        facts.append(("server", "unreachable"))
+        facts.append(("server", report.unreached))
         render(pairs(facts))
         return
     schema = {

@@ -28,6 +28,7 @@ from rota.errors import (
     JobNotFound,
     RotaError,
     StoreError,
+    TransientStoreError,
     unchained,
 )
 from rota.store.urls import database_file, describe_url, holds_password, scrub
@@ -208,17 +209,22 @@ def reporting(url: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def reaching(rota: Rota) -> Iterator[None]:
-    """Around a first call to the database: one that cannot be reached is
-    ``DatabaseUnavailable``, and so is a SQLite file that does not exist (connecting would
-    create it)."""
+    """Around a first call to the database: one that cannot be reached (a transient error, as
+    the worker's wait for it takes it) is ``DatabaseUnavailable``, and so is a SQLite file that
+    does not exist (connecting would create it); one that answers with a refusal (a wrong
+    password, an unknown user or database) is a ``StoreError`` saying so, the server's own
+    words kept, as the worker reports it: retrying would not help."""
     where = describe_url(rota.config.url)
     path = database_file(rota.config.url)
     if path is not None and not os.path.exists(path):
         raise DatabaseUnavailable(f"no SQLite database file at {path!r}")
     try:
         yield
-    except StoreError as error:
+    except (TransientStoreError, DatabaseUnavailable) as error:
         unchained(DatabaseUnavailable(f"cannot reach the {where}: {error}"))
+    except StoreError as error:
+        refusal = "cannot open" if path is not None else "the server refused the connection to"
+        unchained(StoreError(f"{refusal} the {where}: {error}"))
 
 
 @contextlib.contextmanager

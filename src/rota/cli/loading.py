@@ -10,11 +10,14 @@ a file as ``python PATH.py`` would, its directory importable, under its own name
 an exception raised while the application imports included, is a usage error of one line
 (exit code 2) that names the file and line of the application's code where it happened: the
 command cannot start, and the loader's frames of a traceback would bury the line that matters.
+The whole traceback is logged at DEBUG (``--log-level debug``), for an error raised deep in
+the application's imports, where one line is not enough to find its cause.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 import sysconfig
@@ -37,6 +40,7 @@ LIBRARIES = tuple(
 )
 
 
+logger = logging.getLogger("rota")
 ROTA_COMMAND = (sys.executable, "-m", "rota")
 """This CLI, as a child process runs it (``rota worker --processes``)."""
 
@@ -78,6 +82,7 @@ def load_app(target: str | None) -> Rota:
         except Unloadable:
             raise
         except Exception as error:
+            logger.debug("importing %s raised", where, exc_info=error)
             raise Unloadable(describe(error)) from error
         app = find(module, attribute)
     except Unloadable as error:

@@ -40,7 +40,12 @@ class DatabaseWait:
     """Seconds before giving up; ``None`` waits for as long as it takes."""
     events: EventLog
     failures: int = 0
-    started: float = field(default_factory=time.monotonic)
+    monotonic: Callable[[], float] = time.monotonic
+    """The clock the deadline is kept on, read when the wait begins and at each failure."""
+    started: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.monotonic()
 
     def retry(self, attempt: Callable[[], T], stop: threading.Event | None = None) -> T:
         """Call ``attempt`` until it gets through, pausing after each ``TransientStoreError``:
@@ -59,17 +64,21 @@ class DatabaseWait:
                 return result
 
     def failed(self, error: StoreError) -> float:
-        """Log the failed attempt and return the pause before the next one, or give up."""
+        """Log the failed attempt and return the pause before the next one, or give up: a
+        pause is cut short at the deadline, so the last attempt is made there, and the error
+        says how long the wait really took (that attempt's own time included)."""
         self.failures += 1
         delay = doubling(FIRST_DELAY, MAX_DELAY, self.failures)
-        waited = time.monotonic() - self.started
-        if self.timeout is not None and waited + delay > self.timeout:
-            # Unchained, as every error of connecting is (``store.dialects.translation``).
-            unchained(
-                DatabaseUnavailable(
-                    f"cannot reach the {self.where} after {self.timeout} s: {error}"
+        waited = self.monotonic() - self.started
+        if self.timeout is not None:
+            if waited >= self.timeout:
+                # Unchained, as every error of connecting is (``store.dialects.translation``).
+                unchained(
+                    DatabaseUnavailable(
+                        f"cannot reach the {self.where} after {waited:.1f} s: {error}"
+                    )
                 )
-            )
+            delay = min(delay, self.timeout - waited)
         self.events.log(
             logger,
             EventName.DB_UNAVAILABLE,
@@ -91,7 +100,7 @@ class DatabaseWait:
                 "reached the %s after %d failed attempt(s) in %.1f s",
                 self.where,
                 self.failures,
-                time.monotonic() - self.started,
+                self.monotonic() - self.started,
                 attempts=self.failures + 1,
             )
 
