@@ -50,6 +50,27 @@ def test_failed_attempts_are_recorded_and_exhaustion_fails_the_job(
     assert rota.drain().total == 0, "a failed job stays failed"
 
 
+def test_a_stored_traceback_starts_at_the_handlers_frame(rota: Rota) -> None:
+    """What called the handler is rota's, the same every time: the traceback leaves it out."""
+
+    @rota.task(retries=0)
+    def broken(ctx: JobContext) -> None:
+        raise ValueError("sync")
+
+    @rota.task(retries=0)
+    async def broken_async(ctx: JobContext) -> None:
+        raise ValueError("async")
+
+    jobs = {rota.queue(broken): "broken", rota.queue(broken_async): "broken_async"}
+    assert rota.drain().failed == 2
+    for job_id, handler in jobs.items():
+        lines = rota.job(job_id).errors[-1].traceback.splitlines()
+        assert lines[0] == "Traceback (most recent call last):", lines
+        assert lines[1].startswith(f'  File "{__file__}", line '), lines
+        assert lines[1].endswith(f", in {handler}"), lines
+        assert lines[-1].startswith("ValueError: "), lines
+
+
 def test_manual_retry_gives_a_fresh_budget_and_keeps_history(rota: Rota) -> None:
     attempts: list[int] = []
 

@@ -1,6 +1,7 @@
-"""``rota jobs``, ``rota schedules`` and ``rota check`` in a real 80-column terminal (a pty):
-no line is wider than the terminal, every timestamp is whole on one line, and a long name is
-whole or cut short with an ellipsis, never split across lines."""
+"""``rota jobs``, ``rota schedules`` and ``rota check`` in a real terminal (a pty) 80 or 120
+columns wide: no line is wider than the terminal, every timestamp, error code, cron rule and
+zone is whole on one line, a long name is whole or cut short with an ellipsis, never split
+across lines, and what an operator reads first is there."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from rich.cells import cell_len
 
 from rota import JobContext, Rota
-from rota.core.model import WorkerInfo
+from rota.core.model import Progress, ProgressReport, WorkerInfo
 from rota.display import when
 from rota.testing import FakeClock
 from tests.conftest import START
@@ -75,7 +76,8 @@ def in_terminal(*arguments: str, columns: int = 80) -> tuple[int, list[str]]:
 def url(tmp_path: Path) -> str:
     """A database with long task, queue, schedule and host names, errors, and a live worker."""
     url = f"sqlite:///{tmp_path}/jobs.db"
-    rota = Rota(url, clock=FakeClock(START))
+    clock = FakeClock(START)
+    rota = Rota(url, clock=clock)
 
     @rota.task(name=TASK, retries=0, queue=QUEUE)
     def reconcile(ctx: JobContext) -> None:
@@ -92,8 +94,15 @@ def url(tmp_path: Path) -> str:
     rota.queue(short, delay=3600)
     rota.drain()
     rota.schedule("*/5 * * * *", short, tz="Asia/Shanghai", name=SCHEDULE)
+    clock.advance(timedelta(minutes=5))
+    assert rota.drain().succeeded == 1  # the schedule's first tick
+    running = rota.queue(short)
     rota.queue(GHOST, queue="mail")
     now = datetime.now(timezone.utc)
+    (claimed,) = rota.store.jobs.claim("w1", ["default"], ["short"], 1, clock.now(), now)
+    assert claimed.id == running
+    report = ProgressReport(running, 1, Progress(0.4, "4 of 10 files"))
+    rota.store.jobs.heartbeat("w1", [running], clock.now(), now, [report])
     rota.store.cluster.register_worker(
         WorkerInfo(
             id="w1",
@@ -137,29 +146,49 @@ def assert_readable(lines: list[str], columns: int) -> None:
                 )
 
 
-def test_jobs_fit_80_columns(url: str) -> None:
-    code, lines = in_terminal("jobs", "--url", url)
-    assert code == 0, lines
-    assert_readable(lines, 80)
-    header = lines[0].split()
-    assert header[:3] == ["id", "task", "queue"] and "state" in header, lines
-    for row in lines[2:6]:
-        assert when(START) in row or when(START + timedelta(hours=1)) in row, row
-    assert any(f"{TASK[:6]}" in line and "…" in line for line in lines), lines
-    assert lines[-1].startswith("(") and "--json shows all" in lines[-1], lines
-    assert "finished at" in lines[-1]
+def line_with(text: str, lines: list[str]) -> int:
+    """The index of the only line showing ``text`` whole."""
+    (index,) = [i for i, line in enumerate(lines) if text in line]
+    return index
 
 
-def test_schedules_fit_80_columns(url: str) -> None:
-    code, lines = in_terminal("schedules", "--url", url)
+@pytest.mark.parametrize("columns", [80, 120])
+def test_jobs_show_what_an_operator_reads_first(url: str, columns: int) -> None:
+    code, lines = in_terminal("jobs", "--url", url, columns=columns)
     assert code == 0, lines
-    assert_readable(lines, 80)
-    assert "next runs" in lines[0] and "cron" in lines[0]
+    assert_readable(lines, columns)
+    screen = "\n".join(lines)
+    headers = [line.split("  ") for line in lines[:2]]
+    for header in ("id", "task", "state", "attempt", "run at", "started at", "progress"):
+        assert any(header in [h.strip() for h in line] for line in headers), screen
+    assert "last error" in lines[0] and "message" in lines[1], screen
+    failed = line_with("EXECUTION_FAILED", lines)
+    assert "failed" in lines[failed] and "1/1" in lines[failed + 1], screen
+    message = " ".join(line[lines[failed].index("EXECUTION_FAILED") :] for line in lines[failed:])
+    assert message.split()[:5] == ["EXECUTION_FAILED", "the", "ledger", "is", "locked"], screen
+    assert "40%" in screen and "running" in screen, screen
+    hidden = "(queue, finished at not shown" if columns == 80 else "not shown"
+    assert (hidden in screen) is (columns == 80), screen
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_schedules_show_what_an_operator_reads_first(url: str, columns: int) -> None:
+    code, lines = in_terminal("schedules", "--url", url, columns=columns)
+    assert code == 0, lines
+    assert_readable(lines, columns)
+    screen = "\n".join(lines)
+    headers = " ".join(lines[:3])
+    for header in ("name", "task", "cron", "tz", "next run", "last run", "runs", "failed"):
+        assert header in headers, screen
+    for whole in (CRON, ZONE, "*/5 * * * *", "Asia/Shanghai"):
+        line_with(whole, lines)
     shown = [match.group() for line in lines for match in TIMESTAMP.finditer(line)]
-    for offset in ("+08:00", "-03:00"):  # Asia/Shanghai, Buenos Aires: three next runs each
-        assert len([tick for tick in shown if tick.endswith(offset)]) == 3, lines
-    assert any("0,15,30,45" in line for line in lines), lines
-    assert lines[-1].startswith("(") and "--json shows all" in lines[-1], lines
+    for offset in ("+08:00", "-03:00"):  # Asia/Shanghai, Buenos Aires: the next run of each
+        assert len([tick for tick in shown if tick.endswith(offset)]) == 1, screen
+    assert when(START + timedelta(minutes=5)) in shown, "the last run"
+    assert screen.count("active") == 2 and "not shown" not in screen, screen
+    assert len([line for line in lines if CRON_TASK[:12] in line]) == 1, "its task is its name"
+    assert line_with("short", lines) >= line_with(SCHEDULE[:12], lines), "the other task shown"
 
 
 def test_check_fits_80_columns(url: str) -> None:
@@ -175,19 +204,21 @@ def test_check_fits_80_columns(url: str) -> None:
 
 
 def test_a_wide_terminal_shows_every_column_and_whole_names(url: str) -> None:
-    code, lines = in_terminal("jobs", "--url", url, columns=250)
+    code, lines = in_terminal("jobs", "--url", url, columns=270)
     assert code == 0, lines
-    assert_readable(lines, 250)
+    assert_readable(lines, 270)
     assert re.split(r"\s{2,}", lines[0].strip()) == [
         "id",
         "task",
+        "progress",
         "queue",
         "state",
         "attempt",
-        "progress",
         "run at",
+        "started at",
         "finished at",
         "last error",
+        "message",
     ]
     assert any(TASK in line and QUEUE in line for line in lines), lines
     assert not any("…" in line or "not shown" in line for line in lines), lines

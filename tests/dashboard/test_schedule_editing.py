@@ -36,7 +36,8 @@ with warnings.catch_warnings():
 
 TOKEN = "correct-horse-battery-staple"
 XSS = "<script>alert(1)</script>"
-PAGE = "/schedules/tick/edit"
+PAGE = "/schedules/tick"
+SAVE = PAGE + "/edit"
 CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 
 
@@ -80,7 +81,7 @@ def save(
         "tz": tz,
         "version": given.group(1) if version is None else version,
     }
-    response: httpx.Response = client.post(page, data=fields, follow_redirects=False)
+    response: httpx.Response = client.post(f"{page}/edit", data=fields, follow_redirects=False)
     return response
 
 
@@ -92,7 +93,7 @@ def test_the_page_shows_the_rule_its_form_a_preview_and_the_history(rota: Rota) 
     assert page.status_code == 200
     text = page.text
     assert 'name="cron" value="*/5 * * * *"' in text and 'name="tz" value="Europe/Berlin"' in text
-    assert 'name="version" value="0"' in text and f'action="{PAGE}"' in text
+    assert 'name="version" value="0"' in text and f'action="{SAVE}"' in text
     assert 'data-preview="/preview"' in text
     # The preview starts at the first tick at or after now, in Berlin and in UTC.
     assert "<td>2026-03-02 10:05+01:00</td><td>2026-03-02 09:05+00:00</td>" in text
@@ -100,7 +101,10 @@ def test_the_page_shows_the_rule_its_form_a_preview_and_the_history(rota: Rota) 
     assert "Every fifth minute of every hour" in text
     history = text.split("<h2>History</h2>")[1]
     assert "<td>created</td>" in history and "<td>code</td>" in history
+    assert client.get("/schedules/missing").status_code == 404
     assert client.get("/schedules/missing/edit").status_code == 404
+    assert client.get(SAVE).text == text, "the page's former address"
+    assert "<th>runs / failed, last 24 h</th>" in listing.text
 
 
 def test_the_preview_gives_the_next_runs_or_the_error(rota: Rota) -> None:
@@ -108,8 +112,11 @@ def test_the_preview_gives_the_next_runs_or_the_error(rota: Rota) -> None:
     runs = client.get("/preview", params={"cron": "0 12 * * 1-5", "tz": "America/New_York"})
     assert runs.status_code == 200
     assert "<td>2026-03-02 12:00-05:00</td><td>2026-03-02 17:00+00:00</td>" in runs.text
-    assert runs.text.count("<tr><td>") == 5 and "<th>America/New_York</th>" in runs.text
-    assert "<th>UTC</th>" in client.get("/preview", params={"cron": "@daily", "tz": ""}).text
+    assert runs.text.count("<tr><td>") == 5
+    assert "<th>America/New_York (the schedule's zone)</th><th>UTC</th>" in runs.text
+    in_utc = client.get("/preview", params={"cron": "@daily", "tz": ""}).text
+    assert "<th>UTC (the schedule's zone)</th></tr>" in in_utc and in_utc.count("<th>") == 1
+    assert "<tr><td>2026-03-03 00:00+00:00</td></tr>" in in_utc
 
     bad_cron = client.get("/preview", params={"cron": "61 * * * *", "tz": "UTC"})
     assert bad_cron.status_code == 200 and 'data-field="cron"' in bad_cron.text
@@ -140,7 +147,7 @@ def test_saving_overrides_a_code_schedule_as_the_dashboard(rota: Rota) -> None:
     assert "overridden" in listing and '<code class="code-rule">*/5 * * * *</code>' in listing
 
     # A runtime schedule is updated, not overridden.
-    assert save(client, "30 4 * * *", page="/schedules/nightly/edit").status_code == 303
+    assert save(client, "30 4 * * *", page="/schedules/nightly").status_code == 303
     assert rota.schedule_history("nightly")[0].action is ScheduleAction.UPDATED
     assert not rota.get_schedule("nightly").overridden
 
@@ -149,10 +156,10 @@ def test_saving_needs_the_csrf_token(rota: Rota) -> None:
     client = TestClient(create_app(rota), base_url="http://localhost")
     client.get(PAGE)
     form = {"cron": "0 12 * * *", "tz": "UTC", "version": "0"}
-    assert client.post(PAGE, data=form).status_code == 403
-    assert client.post(PAGE, data={**form, "csrf_token": "0" * 64}).status_code == 403
+    assert client.post(SAVE, data=form).status_code == 403
+    assert client.post(SAVE, data={**form, "csrf_token": "0" * 64}).status_code == 403
     stolen = token_of(TestClient(create_app(rota), base_url="http://localhost").get(PAGE))
-    assert client.post(PAGE, data={**form, "csrf_token": stolen}).status_code == 403
+    assert client.post(SAVE, data={**form, "csrf_token": stolen}).status_code == 403
     assert client.post("/schedules/tick/reset", data={"version": "0"}).status_code == 403
     assert rota.get_schedule("tick").version == 0
     assert len(rota.schedule_history("tick")) == 1
@@ -173,9 +180,10 @@ def test_a_rule_that_cannot_be_saved_is_shown_on_the_form(
     refused = save(client, cron, tz)
     assert refused.status_code == 400
     form = refused.text.split('class="edit-schedule"')[1].split("</form>")[0]
-    problem = form.split('class="message error form-error" role="alert">')[1].split("</p>")[0]
+    problem = form.split('role="alert">')[1].split("</p>")[0]  # beside the rule it refused
     assert problem.startswith("Not saved: ") and error in problem
-    assert f'data-field="{invalid}">' in form and error in form.split('class="preview"')[1]
+    assert "form-error" in form and f'data-field="{invalid}"' in form.split('class="preview"')[1]
+    assert refused.text.count(error) == 1, "said once"
     assert f'name="{invalid}" value="' in form and 'aria-invalid="true"' in form
     assert f'value="{cron}"' in form and f'value="{tz}"' in form
     assert rota.get_schedule("tick").version == 0
@@ -188,7 +196,7 @@ def test_a_stale_form_is_refused_and_overwrites_nothing(rota: Rota) -> None:
     with rota.acting_as("admin:ana"):
         rota.update_schedule("tick", cron="0 6 * * *")
     fields = {"csrf_token": token_of(loaded), "cron": "0 12 * * *", "tz": "UTC", "version": "0"}
-    stale = client.post(PAGE, data=fields, follow_redirects=False)
+    stale = client.post(SAVE, data=fields, follow_redirects=False)
     assert stale.status_code == 409
     assert rota.get_schedule("tick").spec.cron == "0 6 * * *"
     message = stale.text.split('class="message error conflict" role="alert">')[1].split("</p>")[0]
@@ -197,11 +205,11 @@ def test_a_stale_form_is_refused_and_overwrites_nothing(rota: Rota) -> None:
     # The form keeps what was typed, at the version now in force: saving it again is a choice.
     assert 'name="cron" value="0 12 * * *"' in stale.text
     assert 'name="version" value="1"' in stale.text
-    again = client.post(PAGE, data={**fields, "version": "1"}, follow_redirects=False)
+    again = client.post(SAVE, data={**fields, "version": "1"}, follow_redirects=False)
     assert again.status_code == 303 and rota.get_schedule("tick").spec.cron == "0 12 * * *"
 
     for version in ("", "x", "99999999999999999999999999"):
-        garbled = client.post(PAGE, data={**fields, "version": version})
+        garbled = client.post(SAVE, data={**fields, "version": version})
         assert garbled.status_code == 409, version
         assert "does not say which version" in garbled.text
     assert rota.get_schedule("tick").version == 2
@@ -234,7 +242,7 @@ def test_an_ended_schedule_shows_its_history_but_no_form(rota: Rota) -> None:
     client = TestClient(create_app(rota), base_url="http://localhost")
     token = token_of(client.get(PAGE))
     assert rota.cancel("nightly")
-    page = client.get("/schedules/nightly/edit")
+    page = client.get("/schedules/nightly")
     assert page.status_code == 200 and "edit-schedule" not in page.text
     assert "<td>cancelled</td>" in page.text and "active → cancelled" in page.text
     forced = client.post(
@@ -250,7 +258,7 @@ def test_the_history_is_escaped(rota: Rota) -> None:
         rota.pause("tick")
     rota.schedule("0 3 * * *", "tick", name=XSS)
     client = TestClient(create_app(rota), base_url="http://localhost")
-    for path in (PAGE, f"/schedules/{quote(XSS, safe='')}/edit"):
+    for path in (PAGE, f"/schedules/{quote(XSS, safe='')}"):
         page = client.get(path)
         assert page.status_code == 200, path
         assert XSS not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
@@ -265,7 +273,7 @@ def test_a_failing_schedule_is_shown_in_red(rota: Rota) -> None:
     assert listing.count('class="state state-failing"') == 1
     page = client.get(PAGE).text
     assert '<h1 class="failing">' in page and 'class="message error failing"' in page
-    assert 'class="failing"' not in client.get("/schedules/nightly/edit").text
+    assert 'class="failing"' not in client.get("/schedules/nightly").text
 
 
 def test_editing_needs_the_token_and_records_who_it_was(rota: Rota) -> None:
@@ -273,7 +281,7 @@ def test_editing_needs_the_token_and_records_who_it_was(rota: Rota) -> None:
     anonymous = TestClient(app)
     for path in (PAGE, "/preview?cron=@daily&tz=UTC"):
         assert anonymous.get(path).status_code == 401, path
-    assert anonymous.post(PAGE, data={"cron": "@daily"}).status_code == 401
+    assert anonymous.post(SAVE, data={"cron": "@daily"}).status_code == 401
     assert anonymous.post("/schedules/tick/reset").status_code == 401
 
     bearer = TestClient(app, headers={"authorization": f"Bearer {TOKEN}"})
@@ -343,7 +351,7 @@ def test_each_schedules_form_edits_that_schedule_only(rota: Rota) -> None:
         listing = f"{base}/schedules"
         links = Forms(client.get(listing).text).links
         for hour, name in enumerate(names, start=1):
-            link = f"/schedules/{quote(name, safe='')}/edit"
+            link = f"/schedules/{quote(name, safe='')}"
             assert link in links, name
             page = urljoin(listing, link)
             (form,) = [f for f in Forms(client.get(page).text).rows[""] if f.button == "Save"]

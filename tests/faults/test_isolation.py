@@ -67,7 +67,8 @@ def assert_crashes_recorded(rota: Rota, ids: dict[str, int]) -> None:
         assert (error.code, error.type) == ("EXECUTION_FAILED", kind), (name, error)
         assert words in error.message, (name, error)
         if name == "raises":
-            assert 'isolated_app.py", line' in error.traceback
+            child = error.traceback.split("Traceback (most recent call last):\n")[1]
+            assert child.startswith('  File "') and 'isolated_app.py", line' in child.split("\n")[0]
             assert "raise LookupError(message)" in error.traceback
 
 

@@ -99,7 +99,7 @@ def preview(rule: Cron, now: datetime) -> list[datetime]:
 def show_edit(current: Schedule, change: schedule_edits.Edit, runs: list[datetime]) -> None:
     """The rule now, the rule asked (and what it does to an override), and its next runs in
     the schedule's zone and in UTC."""
-    cron, tz = change.new["cron"], change.new["tz"]
+    cron, tz = change.values["cron"], change.values["tz"]
     new = ruled(cron, tz)
     if change.action is ScheduleAction.OVERRIDDEN:
         code = ruled(change.values["code_cron"], change.values["code_tz"])

@@ -24,7 +24,7 @@ from rota.cli.common import (
     pairs,
     render,
 )
-from rota.cli.tables import NAME, WORDS, Column, Grid
+from rota.cli.tables import NAME, PROSE, Column, Grid
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
 from rota.core.model import FINISHED_WINDOW, Job, JobState
@@ -79,25 +79,30 @@ def jobs(
     rows = Grid(
         Column("id"),
         Column("task", NAME),
+        Column("progress", NAME, under="task"),
         Column("queue", NAME, drop=3),
         Column("state"),
-        Column("attempt", drop=4),
-        Column("progress", NAME, drop=6),
-        Column("run at", drop=1),
-        Column("finished at", drop=5),
-        Column("last error", NAME, drop=2),
+        Column("attempt", under="state"),
+        Column("run at"),
+        Column("started at", under="run at"),
+        Column("finished at", drop=2),
+        Column("last error"),
+        Column("message", PROSE, under="last error"),
     )
     for job in found:
+        last = job.errors[-1] if job.errors else None
         rows.add_row(
             str(job.id),
             job.task,
+            progress(job.progress) if job.state is JobState.RUNNING else "",
             job.queue,
             job_state(job.state, job.unknown_state),
             attempts(job),
-            progress(job.progress) if job.state is JobState.RUNNING else NONE,
             when(job.run_at),
+            when(job.started_at),
             when(job.finished_at),
-            job.errors[-1].code if job.errors else NONE,
+            last.code if last else NONE,
+            (last.message or last.type) if last else "",
         )
     render(rows)
 
@@ -184,7 +189,8 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
 @database_options
 @json_option
 def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
-    """List cron schedules with their next runs (times in each schedule's zone).
+    """List cron schedules: rule, zone, next run (in the zone), last run, runs and failures of
+    the last 24 hours, state.
 
     An overridden code schedule shows the code's rule beside the one in force; a schedule whose
     last ticks failed in a row is marked failing.
@@ -199,50 +205,54 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
     if not found:
         click.echo("no schedules")
         return
+    other_task = any(s.spec.task != s.name for s in found)
     rows = Grid(
         Column("name", NAME),
-        Column("task", NAME, drop=3),
-        Column("cron", WORDS, drop=1),
-        Column("tz", NAME, drop=4),
-        Column("state"),
-        Column("next runs", drop=2),
-        Column("last run", drop=6),
-        Column("runs", drop=7),
-        Column("failed", drop=5),
+        *([Column("task", NAME, under="name")] if other_task else []),
+        Column("cron", joiner=" "),
+        Column("tz", under="cron", joiner=" "),
+        Column("next run"),
+        Column("last run", under="next run"),
+        Column("runs"),
+        Column("failed", under="runs"),
+        Column("state", under="runs", joiner=" "),
     )
     for schedule in found:
         stat = stats.get(schedule.name, ScheduleStats())
         upcoming = next_runs(schedule, now)
-        tz = zone(schedule.spec.tz) if upcoming else None
+        task = schedule.spec.task if schedule.spec.task != schedule.name else ""
         rows.add_row(
             schedule.name,
-            schedule.spec.task,
+            *([task] if other_task else []),
             cron_cell(schedule),
-            schedule.spec.tz,
-            state_cell(schedule),
-            [local(tick, tz) for tick in upcoming] or NONE,
+            tz_cell(schedule),
+            local(upcoming[0], zone(schedule.spec.tz)) if upcoming else NONE,
             when(stat.last_run),
             str(stat.runs),
             str(stat.failures),
+            state_cell(schedule),
         )
     render(rows)
 
 
-def cron_cell(schedule: Schedule) -> str:
-    """The cron in force; while overridden, the code's rule beside it (its zone too, when the
-    override changed that), since the code no longer says what runs."""
+def cron_cell(schedule: Schedule) -> list[str]:
+    """The cron in force; while overridden, the code's rule beside it, since the code no longer
+    says what runs."""
     cron = schedule.spec.cron
-    if not schedule.overridden:
-        return cron
-    code = str(schedule.code_cron)
-    if schedule.code_tz != schedule.spec.tz:
-        code += f" in {schedule.code_tz}"
-    return f"{cron} (override; code: {code})"
+    return [cron, f"(override; code: {schedule.code_cron})"] if schedule.overridden else [cron]
 
 
-def state_cell(schedule: Schedule) -> str:
+def tz_cell(schedule: Schedule) -> list[str]:
+    """The zone in force; the code's beside it while an override changed that."""
+    tz = schedule.spec.tz
+    changed = schedule.overridden and schedule.code_tz != tz
+    return [tz, f"(code: {schedule.code_tz})"] if changed else [tz]
+
+
+def state_cell(schedule: Schedule) -> list[str]:
     """The state, with ``(failing)`` after the schedule's last ticks failed in a row."""
-    return f"{schedule.state.value} (failing)" if schedule.failing else schedule.state.value
+    state = schedule.state.value
+    return [state, "(failing)"] if schedule.failing else [state]
 
 
 def next_runs(schedule: Schedule, now: datetime) -> list[datetime]:

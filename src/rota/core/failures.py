@@ -1,4 +1,5 @@
-"""A failure's message as an attempt records it, whatever the exception's class does.
+"""A failure's message and traceback as an attempt records them, whatever the exception's class
+does.
 
 The exception is the handler's, and so is its ``__str__``: one that raises must not take the
 failure with it (the attempt's record would fail to be made, the job stay ``running`` until its
@@ -8,6 +9,12 @@ exception whose ``__str__`` raises with a placeholder of its own.
 """
 
 from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+ROTA = str(Path(__file__).resolve().parent.parent)
+"""The package's directory: frames of files under it are rota's own."""
 
 
 def message_of(error: BaseException) -> str:
@@ -25,3 +32,14 @@ def _shown(broken: Exception) -> str:
         return repr(broken)
     except Exception:
         return type(broken).__name__
+
+
+def traceback_of(error: BaseException) -> str:
+    """``error`` formatted with its chain, from its first frame that is not rota's: the frames
+    that called the handler (the worker's thread, the executor, the task's call) are the same
+    for every failure and say nothing of this one.  An error with no other frame (rota's own)
+    keeps them all."""
+    frames = first = error.__traceback__
+    while first is not None and first.tb_frame.f_code.co_filename.startswith(ROTA + "/"):
+        first = first.tb_next
+    return "".join(traceback.format_exception(type(error), error, first or frames))

@@ -92,7 +92,7 @@ def update(schedule: Schedule, cron: str, tz: str, first_run: datetime) -> Edit 
     if (cron, tz) == (spec.cron, spec.tz):
         return None
     values: dict[str, Any] = {"cron": cron, "tz": tz, "next_run_at": first_run}
-    old, new = {"cron": spec.cron, "tz": spec.tz}, {"cron": cron, "tz": tz}
+    old, new = rule_change((spec.cron, spec.tz), (cron, tz))
     if spec.source is not ScheduleSource.CODE:
         return Edit(ScheduleAction.UPDATED, values, old, new)
     code = (schedule.code_cron, schedule.code_tz) if schedule.overridden else (spec.cron, spec.tz)
@@ -114,9 +114,21 @@ def reset(schedule: Schedule, first_run: datetime) -> Edit | None:
         "code_tz": None,
         "next_run_at": first_run,
     }
-    old = {"cron": spec.cron, "tz": spec.tz}
-    new = {"cron": schedule.code_cron, "tz": schedule.code_tz}
+    old, new = rule_change((spec.cron, spec.tz), (schedule.code_cron, schedule.code_tz))
     return Edit(ScheduleAction.RESET, values, old, new)
+
+
+def rule_change(
+    old: tuple[str | None, str | None], new: tuple[str | None, str | None]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The history's old and new values of a changed rule: the fields that changed only (a
+    ``tz: UTC -> UTC`` beside a new cron is no change)."""
+    changed = [
+        (key, before, after)
+        for key, before, after in zip(("cron", "tz"), old, new, strict=True)
+        if before != after
+    ]
+    return {key: before for key, before, _ in changed}, {key: after for key, _, after in changed}
 
 
 def _shown(values: dict[str, Any]) -> dict[str, Any]:

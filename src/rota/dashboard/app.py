@@ -330,7 +330,7 @@ class DashboardApp:
             post("/queues/resume", partial(self.switch_queue, pause=False), "/"),
             Route("/schedules", self.schedules),
             Route("/preview", self.editing.preview),
-            Route("/schedules/{name:path}/edit", self.editing.page),
+            Route("/schedules/{name:path}", self.editing.page),
             post("/schedules/{name:path}/edit", self.editing.save, "/schedules"),
             post("/schedules/{name:path}/reset", self.editing.reset, "/schedules"),
             post("/schedules/{name:path}/pause", self.pause_schedule, "/schedules"),

@@ -15,17 +15,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import Scope
 
 from rota.app import Rota
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.schedule_views import EditForm, preview, schedule_page
-from rota.errors import ConfigError, InvalidCron, InvalidTimezone, ScheduleConflict
+from rota.errors import (
+    ConfigError,
+    InvalidCron,
+    InvalidTimezone,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
+
+EDIT = "/edit"
 
 
 def name_of(request: Request) -> str:
     return str(request.path_params["name"])
+
+
+def posted_only(scope: Scope) -> bool:
+    """Whether this address is an action's (``/schedules/<name>/pause``), which this page's
+    route, taking any name, matched too: asked with GET, it is a 405 as any action's is."""
+    posted = {**scope, "method": "POST"}
+    return any(route.matches(posted)[0] is Match.FULL for route in scope["router"].routes)
 
 
 class ScheduleEditing:
@@ -36,8 +54,18 @@ class ScheduleEditing:
         self.renderer = renderer
 
     def page(self, request: Request) -> Response:
-        """The schedule, its edit form (live schedules only) and its history."""
-        return self.show(request, schedule_page(self.rota, name_of(request)))
+        """The schedule, its edit form (live schedules only) and its history, at
+        ``/schedules/<name>``; ``<name>/edit``, the page's former address, still serves it when
+        no schedule has that whole name (the router sees a name's ``%2F`` as ``/``)."""
+        name = name_of(request)
+        try:
+            return self.show(request, schedule_page(self.rota, name))
+        except ScheduleNotFound:
+            if name.endswith(EDIT):
+                return self.show(request, schedule_page(self.rota, name.removesuffix(EDIT)))
+            if posted_only(request.scope):
+                raise HTTPException(405, headers={"Allow": "POST"}) from None
+            raise
 
     def preview(self, request: Request) -> Response:
         """The next runs of ``?cron=&tz=`` as an HTML fragment the page's script puts in place

@@ -93,8 +93,9 @@ def shown(value: object) -> str:
 
 def differences(change: ScheduleChange) -> list[dict[str, str | None]]:
     """What one history entry changed, field by field: ``old`` is ``None`` for a field that
-    had no value before (a creation lists only its new values).  An edit records the whole
-    rule, cron and zone; the one it left as it was is not a change, and is not listed."""
+    had no value before (a creation lists only its new values).  An edit recorded by an older
+    rota holds the whole rule, cron and zone; the one it left as it was is not a change, and is
+    not listed."""
     old, new = change.old or {}, change.new or {}
     return [
         {

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import random
 import time
-import traceback
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -26,7 +25,7 @@ from rota.config import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_SNOOZES
 from rota.context import JobContext
 from rota.core.backoff import RetryPolicy, lineage
 from rota.core.clock import Clock
-from rota.core.failures import message_of
+from rota.core.failures import message_of, traceback_of
 from rota.core.model import AttemptError, Job
 from rota.core.transitions import Transition, Verdict, VerdictKind, after_attempt
 from rota.errors import (
@@ -217,8 +216,7 @@ class Executor:
             code = shown.code
         else:
             code = ErrorCode.FAILED_BY_HANDLER if isinstance(shown, Fail) else ExecutionFailed.code
-        # traceback formats an exception whose __str__ raises with a placeholder of its own.
-        formatted = "".join(traceback.format_exception(type(shown), shown, shown.__traceback__))
+        formatted = traceback_of(shown)
         return AttemptError(
             attempt=job.attempt,
             at=self.clock.now(),

@@ -47,7 +47,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from datetime import datetime
 from multiprocessing.connection import Connection
@@ -56,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from rota.context import JobContext
 from rota.core.backoff import lineage
 from rota.core.events import EventName
-from rota.core.failures import message_of
+from rota.core.failures import message_of, traceback_of
 from rota.errors import ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
 from rota.runtime.services import results
@@ -352,7 +351,7 @@ def _record(exc: BaseException) -> dict[str, Any]:
     record: dict[str, Any] = {
         "type": f"{kind.__module__}.{kind.__qualname__}",
         "message": message_of(exc),
-        "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
+        "traceback": traceback_of(exc),
         "code": exc.code if isinstance(exc, RotaError) else "",
         # The script a worker runs is ``__mp_main__`` here: its classes match ``__main__``'s.
         "lineage": [name.replace("__mp_main__.", "__main__.", 1) for name in lineage(exc)],
