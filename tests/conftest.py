@@ -161,8 +161,11 @@ def drop_prefixed_tables(url: str, prefix: str) -> None:
     try:
         with engine.begin() as connection:
             names = [n for n in inspect(connection).get_table_names() if n.startswith(prefix)]
-            if names:  # one statement: a server's DDL costs a round of syncs each
-                connection.execute(text(f"DROP TABLE {', '.join(map(quote, names))}"))
+            # One statement on a server, whose DDL costs a round of syncs each; SQLite drops
+            # one table a statement.
+            statements = [names] if connection.dialect.name != "sqlite" else [[n] for n in names]
+            for dropped in filter(None, statements):
+                connection.execute(text(f"DROP TABLE {', '.join(map(quote, dropped))}"))
             if connection.dialect.name == "postgresql":  # the trigger's, of migration 0008
                 function = quote(notify_function(prefix))
                 connection.execute(text(f"DROP FUNCTION IF EXISTS {function}()"))
