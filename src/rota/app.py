@@ -26,6 +26,7 @@ from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.observe.events import EventLog, Hook
 from rota.observe.logs import configure_unless_configured
+from rota.observe.metrics import WorkerMetrics
 from rota.observe.otel import load_telemetry
 from rota.runtime.announcer import Announcer
 from rota.runtime.common import Common
@@ -85,6 +86,8 @@ class Rota:
         gate = ProcessGate(self._readiness, wakeups)
         self._completions = Completions()
         announcer = Announcer(self.events, self.telemetry, self._completions)
+        if self.config.metrics_port is not None:
+            announcer.metrics = WorkerMetrics()
         self._enqueuing = Enqueuing(common, self.telemetry, payload_bytes, gate)
         self._schedules = ScheduleControl(common, payload_bytes, self._enqueuing.target, gate)
         queues = tuple(self.config.queues or {})
@@ -295,10 +298,25 @@ class Rota:
         ``finished_since``, finished jobs only from then (what the dashboard reads)."""
         return self._inspection.counts(finished_since)
 
-    async def start(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
+    async def start(
+        self,
+        *,
+        queues: Sequence[str] = (),
+        concurrency: int | None = None,
+        metrics_port: int | None = None,
+    ) -> None:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;
-        ``queues`` and ``concurrency`` narrow this process's worker (``rota worker --queues``)."""
-        await self._host.start(self.config.connect_timeout, Served(tuple(queues), concurrency))
+        ``queues`` and ``concurrency`` narrow this process's worker (``rota worker --queues``),
+        ``metrics_port`` overrides the setting of that name."""
+        served = Served(tuple(queues), concurrency, metrics_port)
+        await self._host.start(self.config.connect_timeout, served)
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port this process's worker serves its metrics on (the one bound, for a
+        ``metrics_port`` of 0), while it runs; else ``None``."""
+        metrics = self._host.announcer.metrics
+        return metrics.port if metrics is not None else None
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
@@ -317,12 +335,14 @@ class Rota:
         *,
         queues: Sequence[str] = (),
         concurrency: int | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         """Run the worker until SIGINT or SIGTERM, then stop gracefully (as ``start``); a second
         signal interrupts the running jobs at once instead of waiting out ``grace``.  Logs as
         ``rota worker`` does, in ``log_format``, unless the application configured logging."""
         configure_unless_configured(self.events.log_format)
-        asyncio.run(run_until_signalled(self._host, grace, Served(tuple(queues), concurrency)))
+        served = Served(tuple(queues), concurrency, metrics_port)
+        asyncio.run(run_until_signalled(self._host, grace, served))
 
     def drain(self, queue: str | None = None) -> DrainResult:
         """Run every due job in this process until none is left; for tests and scripts."""

@@ -19,12 +19,14 @@ from rota.core.names import check_name
 from rota.core.urls import masked_url, split_url
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
+from rota.observe.metrics import DEFAULT_METRICS_HOST
 
 DEFAULT_URL = "sqlite:///rota.db"
 URL_VARIABLE = "ROTA_DATABASE_URL"
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 DEFAULT_MAX_SNOOZES = 100
 DEFAULT_GRACE = 30.0
+MAX_PORT = 65535
 """Seconds a stopping worker gives its running jobs (``stop``, ``run``, ``rota worker``)."""
 
 
@@ -51,6 +53,8 @@ class Settings(TypedDict, total=False):
     queues: Mapping[str, int] | None
     succeeded_retention: timedelta | float
     failed_retention: timedelta | float
+    metrics_port: int | None
+    metrics_host: str
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,11 @@ class RotaConfig:
     succeeded_retention: timedelta = timedelta(days=7)
     failed_retention: timedelta = timedelta(days=30)
     """Retention periods: a ``timedelta``, or a number of seconds (stored as a ``timedelta``)."""
+    metrics_port: int | None = None
+    """The port a worker serves its Prometheus metrics on (``observe.metrics``), from ``start``
+    to ``stop``; 0: one the system picks (``Rota.metrics_port``); ``None``: none served."""
+    metrics_host: str = DEFAULT_METRICS_HOST
+    """The address the metrics are served on: this host only unless told otherwise."""
 
     def __post_init__(self) -> None:
         split_url(self.url)
@@ -98,6 +107,16 @@ class RotaConfig:
         checks.check_int(self.max_payload_bytes, ConfigError, "max_payload_bytes", 1)
         checks.check_int(self.max_result_bytes, ConfigError, "max_result_bytes", 1)
         checks.check_int(self.max_snoozes, ConfigError, "max_snoozes", 0)
+        if self.metrics_port is not None:
+            checks.check_int(self.metrics_port, ConfigError, "metrics_port", 0)
+            if self.metrics_port > MAX_PORT:
+                raise ConfigError(
+                    f"metrics_port must be at most {MAX_PORT}, got {self.metrics_port}"
+                )
+        if not isinstance(self.metrics_host, str) or not self.metrics_host:
+            raise ConfigError(
+                f"metrics_host must be a host name or address, got {self.metrics_host!r}"
+            )
         if self.alert_after_failures is not None:
             checks.check_int(self.alert_after_failures, ConfigError, "alert_after_failures", 1)
         for name in ("poll_interval", "lease_seconds", "connect_timeout", "misfire_grace"):

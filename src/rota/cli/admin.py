@@ -19,6 +19,7 @@ from rota.core.events import EventName
 from rota.errors import RotaError
 from rota.observe.events import EventLog
 from rota.observe.logs import configure_logging, formatter, held
+from rota.runtime.host.process import Served
 from rota.runtime.host.supervisor import supervise, watch_supervisor
 from rota.store import head_revision, open_store, upgrade_sql
 from rota.store.base import MIGRATION_LOCK_TIMEOUT
@@ -88,6 +89,13 @@ def migrated(applied: list[str], revision: str | None) -> str:
     show_default=True,
     help="Run this many worker processes, replacing any that dies.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve this worker's Prometheus metrics on this port (at the app's metrics_host, "
+    "default 127.0.0.1); needs rota[dashboard].  Not with --processes above 1.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option(
     "--log-format",
@@ -101,6 +109,7 @@ def worker(
     queues: str | None,
     grace: float,
     processes: int,
+    metrics_port: int | None,
     log_level: str,
     log_format: str | None,
 ) -> None:
@@ -108,9 +117,12 @@ def worker(
 
     APP is required unless an application runs this command with its own Rota
     (``manage.py rota worker``)."""
+    if metrics_port is not None and processes > 1:
+        raise click.UsageError("--metrics-port serves one process: not with --processes above 1")
     stop_while_starting()
     try:
-        run_worker(app, concurrency, queues, grace, processes, log_level, log_format)
+        served = Served(parse_queues(queues), concurrency, metrics_port)
+        run_worker(app, served, grace, processes, log_level, log_format)
     except StoppedWhileStarting as stopped:
         EventLog(logger).log(
             logger,
@@ -146,10 +158,13 @@ def stop_while_starting() -> None:
         signal.signal(sig, raise_stopped)
 
 
+def parse_queues(queues: str | None) -> tuple[str, ...]:
+    return tuple(name.strip() for name in (queues or "").split(",") if name.strip())
+
+
 def run_worker(
     app: str | None,
-    concurrency: int | None,
-    queues: str | None,
+    served: Served,
     grace: float,
     processes: int,
     log_level: str,
@@ -173,15 +188,19 @@ def run_worker(
             "--log-format",
             log_format,
         ]
-        if concurrency is not None:
-            child += ["--concurrency", str(concurrency)]
-        if queues:
-            child += ["--queues", queues]
+        if served.concurrency is not None:
+            child += ["--concurrency", str(served.concurrency)]
+        if served.queues:
+            child += ["--queues", ",".join(served.queues)]
         sys.exit(supervise(child, processes, grace=grace))
     watch_supervisor(rota.events)
-    served = tuple(name.strip() for name in (queues or "").split(",") if name.strip())
     try:
-        rota.run(grace=grace, queues=served, concurrency=concurrency)
+        rota.run(
+            grace=grace,
+            queues=served.queues,
+            concurrency=served.concurrency,
+            metrics_port=served.metrics_port,
+        )
         rota.close()
         leave(0)
     except Exception as error:

@@ -5,8 +5,9 @@ cancel, a cascade of cancellations, a manual retry) writes first and announces a
 transaction commits, only what the store says applied (``store.values.Applied``).  So a hook
 that reads the job sees the state the event names, and a write another process won is never
 announced.  The subscribers are this process's: the event log (the execution log and the
-hooks), telemetry, and ``rota.result`` waiters; a worker's completer also counts tick alerts and
-drained outcomes from the same announcements.
+hooks), telemetry, a worker's Prometheus metrics (``observe.metrics``) and ``rota.result``
+waiters; a worker's completer also counts tick alerts and drained outcomes from the same
+announcements.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rota.core.events import EventName
 from rota.core.model import Job, JobRef, JobState
 from rota.core.transitions import Transition, Verdict, VerdictKind
 from rota.observe.events import EventLog
+from rota.observe.metrics import WorkerMetrics
 from rota.observe.otel import Telemetry
 from rota.runtime.services.results import Completions
 from rota.store.values import Applied, Cascaded
@@ -37,11 +39,15 @@ class Announcer:
         self.events = events
         self.telemetry = telemetry
         self.completions = completions
+        self.metrics: WorkerMetrics | None = None
+        """Set while a worker serves metrics (``runtime.host``)."""
 
     def started(self, job: Job, now: Any) -> Any:
         """A claimed job's attempt begins (its claim is committed): ``job.started``, and the
         attempt's span, which ``attempts`` ends."""
         self.events.job(EventName.JOB_STARTED, job)
+        if self.metrics is not None:
+            self.metrics.started(job, now)
         return self.telemetry.begin(job, now) if self.telemetry else None
 
     def attempts(self, written: Sequence[Attempt], applied: Applied) -> list[Attempt]:
@@ -113,6 +119,8 @@ class Announcer:
                 **self._error(verdict, transition, details),
             )
         self._outcome(job, verdict, transition, details)
+        if self.metrics is not None:
+            self.metrics.ran(job, attempt.duration)
         if self.telemetry is not None:
             self.telemetry.end(
                 attempt.span, job, verdict, transition, attempt.duration, attempt.error
@@ -131,21 +139,23 @@ class Announcer:
         details = self._error(verdict, transition, details)
         target = transition.target
         if target is JobState.SUCCEEDED:
-            self.events.job(EventName.JOB_SUCCEEDED, job, **details)
+            event, level = EventName.JOB_SUCCEEDED, logging.INFO
         elif target is JobState.CANCELLED:
-            self.events.job(EventName.JOB_CANCELLED, job, **details)
+            event, level = EventName.JOB_CANCELLED, logging.INFO
         elif target is JobState.FAILED:
-            self.events.job(EventName.JOB_FAILED, job, logging.ERROR, **details)
+            event, level = EventName.JOB_FAILED, logging.ERROR
         elif kind is VerdictKind.RELEASED:
-            self.events.job(EventName.JOB_RELEASED, job, **details)
+            event, level = EventName.JOB_RELEASED, logging.INFO
         elif kind is VerdictKind.SNOOZED:
+            event, level = EventName.JOB_SNOOZED, logging.INFO
             delay = round(verdict.delay or 0.0, 3) if verdict is not None else 0.0
-            self.events.job(
-                EventName.JOB_SNOOZED, job, delay=delay, snoozes=transition.snoozes, **details
-            )
+            details = {"delay": delay, "snoozes": transition.snoozes, **details}
         else:
-            delay = round(transition.retry_in or 0.0, 3)
-            self.events.job(EventName.JOB_RETRYING, job, logging.WARNING, delay=delay, **details)
+            event, level = EventName.JOB_RETRYING, logging.WARNING
+            details = {"delay": round(transition.retry_in or 0.0, 3), **details}
+        self.events.job(event, job, level, **details)
+        if self.metrics is not None:
+            self.metrics.outcome(event, job, transition.at)
 
     @staticmethod
     def _error(

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from rota.config import RotaConfig
 from rota.core.events import EventName
+from rota.observe.metrics import WorkerMetrics
 from rota.runtime.announcer import Announcer
 from rota.runtime.common import Common
 from rota.runtime.host.wakeups import Wakeups
@@ -40,10 +41,12 @@ logger = logging.getLogger("rota")
 @dataclass(frozen=True)
 class Served:
     """What one worker process serves, when its command line narrows it (``rota worker
-    --queues``, ``--concurrency``); by default every queue of its tasks, at ``concurrency``."""
+    --queues``, ``--concurrency``); by default every queue of its tasks, at ``concurrency``.
+    ``metrics_port`` overrides the setting of that name (``--metrics-port``)."""
 
     queues: tuple[str, ...] = ()
     concurrency: int | None = None
+    metrics_port: int | None = None
 
 
 class Host:
@@ -80,6 +83,7 @@ class Host:
         try:
             prepare = functools.partial(self._prepare, worker)
             await asyncio.to_thread(self.readiness.wait, connect_timeout, prepare, cancelled)
+            self._serve_metrics(served or Served())
             worker.launch()
         except BaseException:
             cancelled.set()
@@ -98,6 +102,14 @@ class Host:
         )
         self._scheduler.start()
         self.wakeups.attach(asyncio.get_running_loop(), worker, self._scheduler)
+
+    def _serve_metrics(self, served: Served) -> None:
+        port = served.metrics_port if served.metrics_port is not None else self.config.metrics_port
+        if port is None:
+            return
+        metrics = self.announcer.metrics or WorkerMetrics()
+        metrics.serve(self.config.metrics_host, port)
+        self.announcer.metrics = metrics
 
     def _prepare(self, worker: Worker) -> None:
         """What a worker needs of the database before its loops start, in one retried step."""
@@ -137,6 +149,8 @@ class Host:
         await self._release_threads()
 
     async def _release_threads(self) -> None:
+        if self.announcer.metrics is not None:
+            self.announcer.metrics.close()
         if self._task_threads is not None:
             self._task_threads.shutdown()
         if self._db_threads is not None:
