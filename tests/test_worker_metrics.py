@@ -4,6 +4,7 @@ registry of each ``Rota``'s own, served over HTTP from start to stop."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import urllib.request
 from collections.abc import Callable
 from datetime import timedelta
@@ -138,3 +139,12 @@ def test_rota_worker_accepts_metrics_port() -> None:
         main, ["worker", "app:rota", "--metrics-port", "9100", "--processes", "2"]
     )
     assert refused.exit_code == 2 and "--metrics-port" in refused.output
+
+
+def test_metrics_without_prometheus_client_name_the_extra(
+    make_rota: Callable[..., Rota], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    with pytest.raises(ConfigError, match=r"rota\[dashboard\]"):
+        make_rota(metrics_port=9100)
+    assert make_rota().metrics_port is None
