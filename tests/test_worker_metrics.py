@@ -4,6 +4,7 @@ registry of each ``Rota``'s own, served over HTTP from start to stop."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 import urllib.request
 from collections.abc import Callable
@@ -129,6 +130,18 @@ def test_two_rotas_in_one_process_have_registries_of_their_own(
 def test_metrics_port_is_validated(make_rota: Callable[..., Rota], port: object) -> None:
     with pytest.raises(ConfigError, match="metrics_port"):
         make_rota(metrics_port=port)
+
+
+def test_a_taken_metrics_port_is_a_config_error_and_the_worker_does_not_start(
+    make_rota: Callable[..., Rota],
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        rota = make_rota(metrics_port=taken.getsockname()[1])
+        with pytest.raises(ConfigError, match=r"cannot serve worker metrics on 127\.0\.0\.1"):
+            asyncio.run(rota.start())
+    assert rota.metrics_port is None
 
 
 def test_rota_worker_accepts_metrics_port() -> None:

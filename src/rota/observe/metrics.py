@@ -106,9 +106,14 @@ class WorkerMetrics:
         then in ``port``), from a daemon thread; ``close`` stops it."""
         if self._server is not None:
             return
-        self._server, self._thread = self._prometheus.start_http_server(
-            port, host, registry=self.registry
-        )
+        try:
+            self._server, self._thread = self._prometheus.start_http_server(
+                port, host, registry=self.registry
+            )
+        except OSError as error:  # taken, or not an address of this host
+            raise ConfigError(
+                f"cannot serve worker metrics on {host}:{port}: {error.strerror or error}"
+            ) from None
         self.port = int(self._server.server_address[1])
 
     def close(self) -> None:
