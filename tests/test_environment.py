@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from rota import ConfigError, Rota
-from rota.config import RotaConfig
-from rota.environment import table
+from rota.config import RotaConfig, environment_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +87,7 @@ def test_an_unknown_variable_is_reported_once_with_the_nearest_name(
 
 
 def test_the_documented_table_lists_every_setting() -> None:
-    shown = table()
+    shown = environment_table()
     for item in RotaConfig.__dataclass_fields__:
         variable = "ROTA_DATABASE_URL" if item == "url" else f"ROTA_{item.upper()}"
         assert f"| `{variable}` | `{item}`" in shown

@@ -17,7 +17,7 @@ from rota.core.connection import (
 )
 from rota.core.names import check_name
 from rota.core.urls import masked_url, split_url
-from rota.environment import URL_VARIABLE, blame, settings_from
+from rota.environment import URL_VARIABLE, blame, settings_from, table
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
 
@@ -159,7 +159,7 @@ def url_named(url: str | None) -> bool:
 def configure(url: str | None, settings: Mapping[str, object]) -> RotaConfig:
     """``RotaConfig`` of ``Rota(url, **settings)``: each keyword not given is read from its
     ``ROTA_<KEYWORD>`` variable (``rota.environment``), else its default."""
-    environment = settings_from(os.environ)
+    environment = settings_from(os.environ, fields(RotaConfig))
     from_environment = {name: value for name, value in environment.items() if name not in settings}
     try:
         return RotaConfig(url=url or default_url(), **{**environment, **settings})
@@ -171,3 +171,8 @@ NO_DATABASE = (
     "no database named: set $ROTA_DATABASE_URL or pass the URL (Rota(url)) to run a worker; "
     f"to run on the embedded SQLite file, name it: Rota({DEFAULT_URL!r})"
 )
+
+
+def environment_table() -> str:
+    """The Markdown table of every ``ROTA_*`` setting, as the documentation shows it."""
+    return table(fields(RotaConfig))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, Field, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, Field
 from typing import Any
 
 from rota.errors import ConfigError
@@ -47,11 +47,15 @@ def variable(name: str) -> str:
     return URL_VARIABLE if name == "url" else PREFIX + name.upper()
 
 
-def settings_from(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The ``RotaConfig`` fields set in ``environ`` (the URL aside), parsed by their types."""
-    warn_unknown(environ)
+Fields = Iterable[Field[Any]]
+
+
+def settings_from(environ: Mapping[str, str], config: Fields) -> dict[str, Any]:
+    """The ``config`` fields (``RotaConfig``'s) set in ``environ``, the URL aside, parsed by
+    their types."""
+    warn_unknown(environ, config)
     found: dict[str, Any] = {}
-    for item in setting_fields():
+    for item in settings(config):
         raw = environ.get(variable(item.name))
         if raw is not None:
             found[item.name] = parse(variable(item.name), str(item.type), raw.strip())
@@ -102,18 +106,12 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 }
 
 
-def setting_fields() -> list[Field[Any]]:
-    from rota.config import RotaConfig
-
-    return [item for item in fields(RotaConfig) if item.name != "url"]
+def settings(config: Fields) -> list[Field[Any]]:
+    return [item for item in config if item.name != "url"]
 
 
-def known_variables() -> set[str]:
-    return {variable(item.name) for item in setting_fields()} | OTHER_VARIABLES
-
-
-def warn_unknown(environ: Mapping[str, str]) -> None:
-    known = known_variables()
+def warn_unknown(environ: Mapping[str, str], config: Fields) -> None:
+    known = {variable(item.name) for item in settings(config)} | OTHER_VARIABLES
     for name in sorted(environ):
         if not name.startswith(PREFIX) or name in known or name.startswith(FREE_PREFIXES):
             continue
@@ -125,7 +123,7 @@ def warn_unknown(environ: Mapping[str, str]) -> None:
         logger.warning("unknown setting $%s is ignored%s", name, hint)
 
 
-def table() -> str:
+def table(config: Fields) -> str:
     """The Markdown table of every variable (docs/configuration.md and README show it)."""
     rows = [
         "| Variable | Keyword | Format | Default |",
@@ -133,7 +131,7 @@ def table() -> str:
         f"| `{URL_VARIABLE}` | `url` (the first argument) | a database URL | none: required "
         "to run a worker |",
     ]
-    for item in setting_fields():
+    for item in settings(config):
         default = "" if item.default is MISSING else _shown(item.default)
         rows.append(
             f"| `{variable(item.name)}` | `{item.name}` | {FORMATS[str(item.type)]} | {default} |"
