@@ -17,13 +17,14 @@ from typing import Any, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from rota.config import DEFAULT_GRACE, RotaConfig, Settings, default_url
+from rota.config import DEFAULT_GRACE, NO_DATABASE, RotaConfig, Settings, configure, url_named
 from rota.core.clock import Clock, DatabaseClock, SystemClock
 from rota.core.events import EventName
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
 from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
+from rota.errors import ConfigError
 from rota.observe.events import EventLog, Hook
 from rota.observe.logs import configure_unless_configured
 from rota.observe.metrics import WorkerMetrics
@@ -68,8 +69,12 @@ class Rota:
         **settings: Unpack[Settings],
     ) -> None:
         """``settings`` are ``RotaConfig``'s fields (``concurrency``, ``table_prefix``,
-        ``poll_interval`` ...), validated and frozen there, with their defaults."""
-        self._config = RotaConfig(url=url or default_url(), **settings)  # type: ignore[arg-type]
+        ``poll_interval`` ...), validated and frozen there; one not given is read from its
+        ``ROTA_<KEYWORD>`` variable, else its default.  Without ``url`` nor
+        ``$ROTA_DATABASE_URL`` the instance may queue and inspect (``sqlite:///rota.db``) but
+        not run a worker; passing a SQLite URL is how to run one on an embedded file."""
+        self._config = configure(url, settings)
+        self._database_named = url_named(url)
         self.clock: Clock = on_time_line(clock)
         self.events = EventLog(logger, log_format, self.config.hook_timeout)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
@@ -308,6 +313,7 @@ class Rota:
         """Connect (retrying up to ``connect_timeout``), migrate if enabled, start the worker;
         ``queues`` and ``concurrency`` narrow this process's worker (``rota worker --queues``),
         ``metrics_port`` overrides the setting of that name."""
+        self.check_database_named()
         served = Served(tuple(queues), concurrency, metrics_port)
         await self._host.start(self.config.connect_timeout, served)
 
@@ -317,6 +323,12 @@ class Rota:
         ``metrics_port`` of 0), while it runs; else ``None``."""
         metrics = self._host.announcer.metrics
         return metrics.port if metrics is not None else None
+
+    def check_database_named(self) -> None:
+        """``ConfigError`` unless a database was named: a worker on the default file would
+        schedule every tick a second time beside the real workers, unseen by them."""
+        if not self._database_named:
+            raise ConfigError(NO_DATABASE)
 
     async def stop(self, grace: float = DEFAULT_GRACE) -> None:
         """Stop claiming, wait up to ``grace`` s for running jobs, return the rest to pending."""
@@ -340,6 +352,7 @@ class Rota:
         """Run the worker until SIGINT or SIGTERM, then stop gracefully (as ``start``); a second
         signal interrupts the running jobs at once instead of waiting out ``grace``.  Logs as
         ``rota worker`` does, in ``log_format``, unless the application configured logging."""
+        self.check_database_named()
         configure_unless_configured(self.events.log_format)
         served = Served(tuple(queues), concurrency, metrics_port)
         asyncio.run(run_until_signalled(self._host, grace, served))

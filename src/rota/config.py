@@ -17,12 +17,12 @@ from rota.core.connection import (
 )
 from rota.core.names import check_name
 from rota.core.urls import masked_url, split_url
+from rota.environment import URL_VARIABLE, blame, settings_from, table
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT
 from rota.observe.metrics import DEFAULT_METRICS_HOST
 
 DEFAULT_URL = "sqlite:///rota.db"
-URL_VARIABLE = "ROTA_DATABASE_URL"
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 DEFAULT_MAX_SNOOZES = 100
 DEFAULT_GRACE = 30.0
@@ -167,3 +167,31 @@ def check_table_prefix(prefix: object) -> str:
 
 def default_url() -> str:
     return os.environ.get(URL_VARIABLE) or DEFAULT_URL
+
+
+def url_named(url: str | None) -> bool:
+    """Whether a database was chosen (the argument or ``$ROTA_DATABASE_URL``) rather than
+    defaulted: a worker on the default would run beside the real ones, on a file of its own."""
+    return bool(url or os.environ.get(URL_VARIABLE))
+
+
+def configure(url: str | None, settings: Mapping[str, object]) -> RotaConfig:
+    """``RotaConfig`` of ``Rota(url, **settings)``: each keyword not given is read from its
+    ``ROTA_<KEYWORD>`` variable (``rota.environment``), else its default."""
+    environment = settings_from(os.environ, fields(RotaConfig))
+    from_environment = {name: value for name, value in environment.items() if name not in settings}
+    try:
+        return RotaConfig(url=url or default_url(), **{**environment, **settings})
+    except ConfigError as error:
+        raise blame(error, from_environment) from None
+
+
+NO_DATABASE = (
+    "no database named: set $ROTA_DATABASE_URL or pass the URL (Rota(url)) to run a worker; "
+    f"to run on the embedded SQLite file, name it: Rota({DEFAULT_URL!r})"
+)
+
+
+def environment_table() -> str:
+    """The Markdown table of every ``ROTA_*`` setting, as the documentation shows it."""
+    return table(fields(RotaConfig))

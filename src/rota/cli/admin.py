@@ -176,6 +176,10 @@ def run_worker(
         log_format = log_format or rota.events.log_format
         handler.setFormatter(formatter(log_format))
     rota.events.log_format = log_format
+    try:
+        rota.check_database_named()
+    except RotaError as error:
+        raise click.ClickException(f"{error.code}: {error}") from error
     if processes > 1:
         child = [
             *child_command(app),

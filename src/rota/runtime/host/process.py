@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from rota.config import RotaConfig
 from rota.core.events import EventName
+from rota.core.urls import describe_url
 from rota.observe.metrics import WorkerMetrics
 from rota.runtime.announcer import Announcer
 from rota.runtime.common import Common
@@ -177,6 +178,8 @@ class Host:
             lease_seconds=self.config.lease_seconds,
             retention=retention(self.config),
             alert_after_failures=self.config.alert_after_failures,
+            database=describe_url(self.config.url),
+            table_prefix=self.config.table_prefix,
         )
 
     def executor(self, threads: HandlerThreads) -> Executor:

@@ -38,6 +38,10 @@ class WorkerSettings:
     max_backoff: float = 30.0
     alert_after_failures: int | None = None
     """The ``Rota``'s default; tasks may set their own."""
+    database: str = ""
+    """Which database, password left out (``describe_url``), and ``table_prefix``: the start
+    line names them so that a worker started on the wrong tables is seen at once."""
+    table_prefix: str = ""
 
     @property
     def queues(self) -> tuple[str, ...]:

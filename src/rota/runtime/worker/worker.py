@@ -155,15 +155,21 @@ class Worker:
 
     def launch(self) -> None:
         """Start the loops of a registered worker, on the running event loop."""
-        queues, concurrency = ",".join(self.settings.queues), self.settings.concurrency
+        settings = self.settings
         self.events.emit(
-            EventName.WORKER_STARTED, worker=self.id, queues=queues, concurrency=concurrency
+            EventName.WORKER_STARTED,
+            worker=self.id,
+            host=socket.gethostname(),
+            database=settings.database,
+            table_prefix=settings.table_prefix,
+            queues=",".join(settings.queues),
+            concurrency=settings.concurrency,
         )
         self.listener.start(asyncio.get_running_loop())
         self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
         self._report_loop = asyncio.create_task(self.completer.writing(), name="rota-report")
-        housekeeping, settings = self.housekeeping, self.settings
+        housekeeping = self.housekeeping
         rescuing = housekeeping.rescuing(
             settings.poll_interval, settings.rescue_batch, self._wake.set
         )
