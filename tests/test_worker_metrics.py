@@ -139,9 +139,11 @@ def test_a_taken_metrics_port_is_a_config_error_and_the_worker_does_not_start(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         rota = make_rota(metrics_port=taken.getsockname()[1])
+        rota.counts()  # the schema exists, so what a start registered could be read
         with pytest.raises(ConfigError, match=r"cannot serve worker metrics on 127\.0\.0\.1"):
             asyncio.run(rota.start())
     assert rota.metrics_port is None
+    assert rota.inspect.workers() == [], "refused before the worker registered"
 
 
 def test_rota_worker_accepts_metrics_port() -> None:

@@ -79,12 +79,13 @@ class Host:
         unreachable; a permanent error (wrong password, missing schema) is raised at once."""
         if self.worker is not None:
             return
-        worker = self._new_worker(served or Served())
+        served = served or Served()
+        worker = self._new_worker(served)
         cancelled = threading.Event()
         try:
+            self._serve_metrics(served)  # first: a port that is taken touches no database
             prepare = functools.partial(self._prepare, worker)
             await asyncio.to_thread(self.readiness.wait, connect_timeout, prepare, cancelled)
-            self._serve_metrics(served or Served())
             worker.launch()
         except BaseException:
             cancelled.set()
