@@ -18,16 +18,15 @@ from rota.errors import ConfigError
 
 PREFIX = "ROTA_"
 URL_VARIABLE = "ROTA_DATABASE_URL"
+DASHBOARD_TOKEN = "ROTA_DASHBOARD_TOKEN"
+METRICS_TOKEN = "ROTA_METRICS_TOKEN"
+DASHBOARD_ALLOWED_HOSTS = "ROTA_DASHBOARD_ALLOWED_HOSTS"
+SUPERVISOR_FD = "ROTA_SUPERVISOR_FD"
 OTHER_VARIABLES = frozenset(
-    {
-        URL_VARIABLE,
-        "ROTA_DASHBOARD_TOKEN",
-        "ROTA_METRICS_TOKEN",
-        "ROTA_DASHBOARD_ALLOWED_HOSTS",
-        "ROTA_SUPERVISOR_FD",
-    }
+    {URL_VARIABLE, DASHBOARD_TOKEN, METRICS_TOKEN, DASHBOARD_ALLOWED_HOSTS, SUPERVISOR_FD}
 )
-"""Variables rota reads elsewhere (the URL, the dashboard's, the supervisor's)."""
+"""Variables rota reads elsewhere (the URL, ``rota dashboard``'s, the supervisor's), named here
+once so that none of them is ever warned about as unknown."""
 FREE_PREFIXES = ("ROTA_TEST_",)
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 FORMATS = {
@@ -66,9 +65,8 @@ def blame(error: ConfigError, from_environment: Mapping[str, Any]) -> ConfigErro
     """``error`` naming the variable that set the value it refuses, if one did."""
     subject = str(error).split(" must ")[0]
     for name in from_environment:
-        if subject.startswith("queue ") and name != "queues":
-            continue
-        if name in subject or (name == "queues" and subject.startswith("queue ")):
+        # "queue mail must ..." is about $ROTA_QUEUES; any other subject names its setting.
+        if (name == "queues") if subject.startswith("queue ") else (name in subject):
             return ConfigError(f"${variable(name)}: {error}")
     return error
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import time
 
-from rota.runtime.host.supervisor import LIFELINE_ENV
+from rota.environment import SUPERVISOR_FD
 from tests.apps.environment import marks_file, rota_from_environment
 
-if LIFELINE_ENV in os.environ or "ROTA_TEST_SLOW_IMPORT" in os.environ:
+if SUPERVISOR_FD in os.environ or "ROTA_TEST_SLOW_IMPORT" in os.environ:
     os.write(marks_file("slow_app"), b"importing\n")
     time.sleep(float(os.environ.get("ROTA_TEST_IMPORT_SECONDS", "60")))
 

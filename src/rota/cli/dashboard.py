@@ -19,11 +19,9 @@ from pathlib import Path
 import click
 
 from rota.cli.loading import load_app
+from rota.environment import DASHBOARD_ALLOWED_HOSTS, DASHBOARD_TOKEN, METRICS_TOKEN
 from rota.errors import ConfigError
 
-TOKEN_ENV = "ROTA_DASHBOARD_TOKEN"
-METRICS_TOKEN_ENV = "ROTA_METRICS_TOKEN"
-ALLOWED_HOSTS_ENV = "ROTA_DASHBOARD_ALLOWED_HOSTS"
 SECRET_FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
 
@@ -45,10 +43,10 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     if argv is not None and path is not None:
         raise click.UsageError("pass --token or --token-file, not both")
     if argv is None:
-        return read_secret(path, TOKEN_ENV)
+        return read_secret(path, DASHBOARD_TOKEN)
     click.echo(
         "warning: --token is visible to every user of this machine (ps, /proc); "
-        f"use --token-file or ${TOKEN_ENV} instead",
+        f"use --token-file or ${DASHBOARD_TOKEN} instead",
         err=True,
     )
     return argv, "--token"
@@ -64,7 +62,9 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     "--token-file",
     type=SECRET_FILE,
     default=None,
-    help=f"Require the token in this file (Bearer header or login form); or set ${TOKEN_ENV}.",
+    help=(
+        f"Require the token in this file (Bearer header or login form); or set ${DASHBOARD_TOKEN}."
+    ),
 )
 @click.option(
     "--token",
@@ -75,13 +75,13 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     "--metrics-token-file",
     type=SECRET_FILE,
     default=None,
-    help=f"A second token, in this file, that opens /metrics only; or set ${METRICS_TOKEN_ENV}.",
+    help=f"A second token, in this file, that opens /metrics only; or set ${METRICS_TOKEN}.",
 )
 @click.option(
     "--allowed-host",
     "allowed_host",
     multiple=True,
-    envvar=ALLOWED_HOSTS_ENV,
+    envvar=DASHBOARD_ALLOWED_HOSTS,
     show_envvar=True,
     metavar="NAME",
     help="Also answer to this host name (repeatable; .example.com for a domain and below, "
@@ -106,7 +106,7 @@ def dashboard(
     other than the dashboard's own (scheme, host and port) gets 403.
     """
     found = resolve_token(token, token_file)
-    metrics = read_secret(metrics_token_file, METRICS_TOKEN_ENV)
+    metrics = read_secret(metrics_token_file, METRICS_TOKEN)
     try:
         import uvicorn
 
@@ -120,8 +120,8 @@ def dashboard(
     if found is None and not is_loopback(host):
         raise click.UsageError(
             f"refusing to serve the dashboard on {host!r} without a token: anyone who can reach "
-            f"it could retry and cancel jobs. Pass --token-file (or set {TOKEN_ENV}), or bind "
-            "to 127.0.0.1."
+            f"it could retry and cancel jobs. Pass --token-file (or set {DASHBOARD_TOKEN}), or "
+            "bind to 127.0.0.1."
         )
     names = [name for value in allowed_host for name in re.split(r"[\s,]+", value) if name]
     try:

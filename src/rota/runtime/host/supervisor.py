@@ -31,9 +31,9 @@ from types import FrameType
 
 from rota.config import DEFAULT_GRACE
 from rota.core.events import EventName
+from rota.environment import SUPERVISOR_FD
 from rota.observe.events import EventLog
 
-LIFELINE_ENV = "ROTA_SUPERVISOR_FD"
 KILL_AFTER_GRACE = 10.0
 logger = logging.getLogger("rota.supervisor")
 events = EventLog(logger)
@@ -122,7 +122,7 @@ def watch_supervisor(worker_events: EventLog) -> None:
 
     The variable is removed so that processes this worker starts do not watch a pipe they do
     not hold."""
-    fd = os.environ.pop(LIFELINE_ENV, None)
+    fd = os.environ.pop(SUPERVISOR_FD, None)
     if fd is not None and fd.isdigit():
         threading.Thread(
             target=_stop_at_end_of_file,
@@ -153,7 +153,7 @@ def _spawn(command: Sequence[str], lifeline: int) -> subprocess.Popen[bytes]:
         list(command),
         start_new_session=True,
         pass_fds=(lifeline,),
-        env={**os.environ, LIFELINE_ENV: str(lifeline)},
+        env={**os.environ, SUPERVISOR_FD: str(lifeline)},
     )
     events.log(
         logger, EventName.SUPERVISOR_STARTED, logging.INFO, "started worker process %d", child.pid
