@@ -79,7 +79,11 @@ class Rota:
         self.events = EventLog(logger, log_format, self.config.hook_timeout)
         self.telemetry = load_telemetry(tracer_provider, meter_provider)
         self.store: Store = open_store(
-            self.config.url, self.config.table_prefix, self.config.connection, self.events.log
+            self.config.url,
+            self.config.table_prefix,
+            self.config.connection,
+            self.events.log,
+            self.config.namespace,
         )
         self.registry = TaskRegistry()
         common = Common(self.store, self.registry, self.clock, self.events)

@@ -11,6 +11,7 @@ from typing import TypedDict
 from rota.core import checks, payload
 from rota.core.connection import (
     DEFAULT_CONNECTION,
+    DEFAULT_NAMESPACE,
     DEFAULT_TABLE_PREFIX,
     KEEPALIVE_PROBES,
     ConnectionSettings,
@@ -38,6 +39,7 @@ class Settings(TypedDict, total=False):
     max_missed_runs: int
     misfire_grace: float
     table_prefix: str
+    namespace: str
     auto_migrate: bool
     poll_interval: float
     lease_seconds: float
@@ -67,6 +69,9 @@ class RotaConfig:
     max_missed_runs: int = 1
     misfire_grace: float = 60.0
     table_prefix: str = DEFAULT_TABLE_PREFIX
+    namespace: str = DEFAULT_NAMESPACE
+    """The service this ``Rota`` is: its jobs, schedules, queues, limits and workers carry it, and
+    it claims, syncs and disables only its own (several services on one database)."""
     auto_migrate: bool = True
     poll_interval: float = 0.5
     lease_seconds: float = 30.0
@@ -140,6 +145,7 @@ class RotaConfig:
         if not isinstance(self.catchup_missed, bool) or not isinstance(self.auto_migrate, bool):
             raise ConfigError("catchup_missed and auto_migrate must be True or False")
         check_table_prefix(self.table_prefix)
+        check_name("namespace", self.namespace, ConfigError)
 
     @property
     def connection(self) -> ConnectionSettings:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from rota.core import checks
+from rota.core import checks, definitions
 from rota.core import limits as limits_
 from rota.core.backoff import ExceptionTypes, RetryPolicy, exception_types
 from rota.core.cron import Cron
@@ -148,6 +148,11 @@ class TaskDefinition:
             no_retry_on=self.no_retry_on,
             max_snoozes=self.max_snoozes,
         )
+
+    @functools.cached_property
+    def description(self) -> str:
+        """The settings two workers must agree on (``core.definitions``), as one line."""
+        return definitions.describe({name: getattr(self, name) for name in definitions.DESCRIBED})
 
     def __repr__(self) -> str:
         return f"TaskDefinition(name={self.name!r}, ...)"

@@ -1,5 +1,5 @@
-"""What the configuration checks and the store applies to every connection, and the prefix of
-rota's table names: settings both need, kept here so the configuration imports nothing of the
+"""What the configuration checks and the store applies to every connection, the prefix of
+rota's table names and the default namespace: settings both need, kept here so the configuration imports nothing of the
 store."""
 
 from __future__ import annotations
@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 DEFAULT_TABLE_PREFIX = "rota_"
 """The prefix of rota's table names unless ``Rota(table_prefix=...)`` gives another."""
+DEFAULT_NAMESPACE = "default"
+"""The namespace of a ``Rota`` that names none: every row written before namespaces existed
+is in it too."""
 KEEPALIVE_PROBES = 3
 
 

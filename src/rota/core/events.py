@@ -35,6 +35,7 @@ class EventName(str, Enum):
     WORKER_RESULT_UNWRITABLE = "worker.result_unwritable"
     WORKER_REPORT_DROPPED = "worker.report_dropped"
     WORKER_REPORT_ABANDONED = "worker.report_abandoned"
+    WORKER_DEFINITION_CONFLICT = "worker.definition_conflict"
 
     JOB_UNKNOWN_TASK = "job.unknown_task"
     JOB_SCHEDULED = "job.scheduled"

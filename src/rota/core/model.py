@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from rota.core.connection import DEFAULT_NAMESPACE
+
 DEFAULT_QUEUE = "default"
 LIVE_WORKER_WINDOW = timedelta(minutes=2)
 """How long after its last heartbeat a worker row that records no heartbeat interval (written
@@ -193,6 +195,8 @@ class Job:
     unknown_state: str | None = None
     """The row's state when it names none this rota knows (``state`` is then ``UNKNOWN``):
     such a job is listed with it, and left alone."""
+    namespace: str = DEFAULT_NAMESPACE
+    """The service the job belongs to (``Rota(namespace=...)``): only its workers claim it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +214,10 @@ class WorkerInfo:
     task_queues: dict[str, str] = field(default_factory=dict)
     heartbeat_seconds: float | None = None
     """The worker's heartbeat interval (a third of its lease); ``None`` in rows of older rotas."""
+    definitions: dict[str, str] = field(default_factory=dict)
+    """A fingerprint of each task as the worker defines it (``TaskDefinition.fingerprint``), so
+    that two live workers of one namespace that define a task differently are reported; empty
+    in rows of older rotas."""
 
     @property
     def live_until(self) -> datetime:

@@ -1,4 +1,4 @@
-"""What a task, queue or schedule name, or a unique key, may be.
+"""What a task, queue, schedule or namespace name, or a unique key, may be.
 
 The database compares names (unique indexes, filters), and the backends disagree at the edges:
 MySQL's PAD SPACE collations take ``"k"`` and ``"k "`` for the same key, PostgreSQL refuses
@@ -15,7 +15,14 @@ from rota.errors import RotaError
 INVISIBLE = {"Cc": "a control character", "Cf": "a format character"}
 """C0 and C1 controls forge log lines; format characters (zero-width, bidi overrides) make two
 different names look alike."""
-LIMITS = {"task": 255, "queue": 64, "schedule": 255, "unique_key": 255, "actor": 255}
+LIMITS = {
+    "task": 255,
+    "queue": 64,
+    "schedule": 255,
+    "unique_key": 255,
+    "actor": 255,
+    "namespace": 64,
+}
 """Characters of each kind of name; the schema's columns are this wide."""
 
 

@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import CompoundSelect, Executable, Row, Select, select
+from sqlalchemy import CompoundSelect, Executable, Row, Select, Table, select
 from sqlalchemy.engine import URL, Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.backoff import doubling
 from rota.core.clock import ClockReading, as_utc
-from rota.core.connection import DEFAULT_CONNECTION, ConnectionSettings
+from rota.core.connection import DEFAULT_CONNECTION, DEFAULT_NAMESPACE, ConnectionSettings
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
 from rota.store.events import EventSink, log_event
@@ -45,7 +46,9 @@ CONFLICT_BUDGET = 5.0
 class Database:
     """An engine on ``url`` with the dialect chosen for it and the tables named by the prefix;
     its connections bounded by ``connection`` (``RotaConfig``'s defaults if not given); what it
-    meets (lost connections, unreadable rows) announced to ``events``."""
+    meets (lost connections, unreadable rows) announced to ``events``.  Every row it writes
+    and every row it reads by name is of ``namespace`` (``mine``); rows read by job id are not
+    (ids are unique across namespaces)."""
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class Database:
         table_prefix: str = "rota_",
         connection: ConnectionSettings | None = None,
         events: EventSink = log_event,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> None:
         self.url = normalise_url(url)
         self.secrets = url_secrets(url)
@@ -61,6 +65,7 @@ class Database:
         self.events = events
         self.engine = self.dialect.create_engine(self.url, self.connection, events)
         self.table_prefix = table_prefix
+        self.namespace = namespace
         self.schema = build_schema(table_prefix)
         self._statement_limit: int | None = None
         self.reported = ReportedRows(events)
@@ -69,6 +74,10 @@ class Database:
     def where(self) -> str:
         """The database, described without its password."""
         return describe_url(self.url)
+
+    def mine(self, table: Table) -> ColumnElement[bool]:
+        """The condition that keeps a statement on ``table`` to this namespace's rows."""
+        return table.c.namespace == self.namespace
 
     def translate_errors(self) -> contextlib.AbstractContextManager[None]:
         """The dialect's translation of driver errors, with this URL's secrets kept out."""

@@ -16,11 +16,11 @@ being written unseen; the ending transaction waits, then finds the new link and 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, false, or_, select, update
+from sqlalchemy import Select, Table, and_, delete, false, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -116,10 +116,7 @@ class SqlDependencies:
 
     def _live_duplicate(self, connection: Connection, row: dict[str, Any]) -> bool:
         jobs = self.jobs
-        query = select(jobs.c.id).where(
-            jobs.c.task == row["task"], jobs.c.unique_key == row["unique_key"]
-        )
-        return connection.execute(query).first() is not None
+        return connection.execute(holding_key(jobs, row)).first() is not None
 
     def link(
         self, connection: Connection, ids: Sequence[int], waits: Sequence[tuple[int, ...]]
@@ -256,3 +253,12 @@ def _failure(
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
     for start in range(0, len(ids), CHUNK):
         yield ids[start : start + CHUNK]
+
+
+def holding_key(jobs: Table, row: Mapping[str, Any]) -> Select[Any]:
+    """The id of the job that holds ``row``'s unique key: of its task, in its namespace."""
+    return select(jobs.c.id).where(
+        jobs.c.namespace == row["namespace"],
+        jobs.c.task == row["task"],
+        jobs.c.unique_key == row["unique_key"],
+    )

@@ -36,9 +36,13 @@ FOLD_STEP = timedelta(hours=1)
 """The most finished time one fold transaction takes in (a long history folds in steps)."""
 MARK = 1
 """The id of the mark table's one row."""
+GROUPED = ("namespace", "state", "queue", "task")
+"""The columns a tally counts finished jobs by (its key); the fold is one for every namespace."""
 
-Finished = tuple[str, str, str, datetime]
-"""What a tally needs of a finished job: its state, queue, task and ``finished_at``."""
+Finished = tuple[str, str, str, str, datetime]
+"""What a tally needs of a finished job: its namespace, state, queue, task and ``finished_at``."""
+Group = tuple[str, str, str, str]
+"""A tally's key: namespace, state, queue and task."""
 
 
 class SqlFinished:
@@ -50,23 +54,24 @@ class SqlFinished:
         self.dependencies = SqlDependencies(database)
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
-        """Every live job, and the finished ones: all of them (tallies before the mark, the
-        index after it), or those that finished at or after ``finished_since``."""
+        """The namespace's live jobs, and its finished ones: all of them (tallies before the
+        mark, the index after it), or those that finished at or after ``finished_since``."""
         jobs, mark, tallies = self.jobs, self.mark, self.tallies
+        mine = self.database.mine(jobs)
         columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
-        branches: list[Select[Any]] = [
-            select(*columns, func.count()).where(jobs.c.finished_at.is_(None)).group_by(*columns)
-        ]
+        live = select(*columns, func.count()).where(mine, jobs.c.finished_at.is_(None))
+        branches: list[Select[Any]] = [live.group_by(*columns)]
         if finished_since is None:
             since_mark = and_(mark.c.id == MARK, jobs.c.finished_at >= mark.c.folded_until)
             recent = select(*columns, func.count()).select_from(jobs.join(mark, since_mark))
             folded = select(tallies.c.state, tallies.c.queue, tallies.c.task, tallies.c.jobs)
-            branches += [recent.group_by(*columns), folded.where(tallies.c.jobs > 0)]
+            kept = folded.where(self.database.mine(tallies), tallies.c.jobs > 0)
+            branches += [recent.where(mine).group_by(*columns), kept]
         else:
             recent = select(*columns, func.count()).where(jobs.c.finished_at >= finished_since)
-            branches.append(recent.group_by(*columns))
+            branches.append(recent.where(mine).group_by(*columns))
         query = every_row(union_all(*branches))
-        paused = paused_names(self.database.schema.queues)
+        paused = paused_names(self.database)
 
         def work(connection: Connection) -> Counts:
             rows = [
@@ -96,13 +101,16 @@ class SqlFinished:
             select(func.min(jobs.c.finished_at)).where(jobs.c.finished_at >= start)
         ).scalar()
         end = until if oldest is None else min(until, max(start, oldest) + FOLD_STEP)
-        columns = (jobs.c.state, jobs.c.queue, jobs.c.task)
+        columns = [jobs.c[column] for column in GROUPED]
         counted = connection.execute(
             select(*columns, func.count())
             .where(jobs.c.finished_at >= start, jobs.c.finished_at < end)
             .group_by(*columns)
         )
-        groups = Counter({(state, queue, task): int(n) for state, queue, task, n in counted})
+        groups: Counter[Group] = Counter()
+        for row in counted:
+            namespace, state, queue, task, n = tuple(row)
+            groups[namespace, state, queue, task] = int(n)
         self._add(connection, groups)
         connection.execute(update(mark).where(mark.c.id == MARK).values(folded_until=end))
         return sum(groups.values())
@@ -121,7 +129,7 @@ class SqlFinished:
         if transition.snoozes is not None:
             values["snoozes"] = transition.snoozes
         expected = and_(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
-        before = select(jobs.c.state, jobs.c.queue, jobs.c.task, jobs.c.finished_at)
+        before = select(*(jobs.c[column] for column in GROUPED), jobs.c.finished_at)
 
         def work(connection: Connection) -> bool:
             folded_until = self._lock_mark(connection)
@@ -139,8 +147,12 @@ class SqlFinished:
         first, in one short transaction, off their tallies."""
         jobs = self.jobs
         oldest = (
-            select(jobs.c.id, jobs.c.state, jobs.c.queue, jobs.c.task, jobs.c.finished_at)
-            .where(jobs.c.finished_at < before, jobs.c.state.in_([s.value for s in states]))
+            select(jobs.c.id, *(jobs.c[column] for column in GROUPED), jobs.c.finished_at)
+            .where(
+                jobs.c.finished_at < before,
+                self.database.mine(jobs),
+                jobs.c.state.in_([s.value for s in states]),
+            )
             .order_by(jobs.c.finished_at)
             .limit(limit)
         )
@@ -167,17 +179,17 @@ class SqlFinished:
         self, connection: Connection, folded_until: datetime, finished: Iterable[Finished]
     ) -> None:
         """Take jobs leaving the finished states off their tallies if they were folded."""
-        groups: Counter[tuple[str, str, str]] = Counter()
-        for state, queue, task, finished_at in finished:
+        groups: Counter[Group] = Counter()
+        for namespace, state, queue, task, finished_at in finished:
             if finished_at < folded_until:
-                groups[state, queue, task] -= 1
+                groups[namespace, state, queue, task] -= 1
         self._add(connection, groups)
 
-    def _add(self, connection: Connection, groups: Counter[tuple[str, str, str]]) -> None:
+    def _add(self, connection: Connection, groups: Counter[Group]) -> None:
         tallies = self.tallies
-        for (state, queue, task), n in sorted(groups.items()):
-            key = and_(tallies.c.state == state, tallies.c.queue == queue, tallies.c.task == task)
+        for group, n in sorted(groups.items()):
+            named = dict(zip(GROUPED, group, strict=True))
+            key = and_(*(tallies.c[column] == value for column, value in named.items()))
             added = connection.execute(update(tallies).where(key).values(jobs=tallies.c.jobs + n))
             if added.rowcount == 0 and n > 0:
-                row = {"state": state, "queue": queue, "task": task, "jobs": n}
-                connection.execute(tallies.insert().values(row))
+                connection.execute(tallies.insert().values({**named, "jobs": n}))

@@ -21,12 +21,15 @@ class ScheduleHistory:
 
     def record(self, connection: Connection, changes: Sequence[ScheduleChange]) -> None:
         if changes:
-            connection.execute(insert(self.table), [change_values(change) for change in changes])
+            namespace = {"namespace": self.database.namespace}
+            rows = [change_values(change) | namespace for change in changes]
+            connection.execute(insert(self.table), rows)
 
     def of(self, name: str, limit: int | None) -> list[ScheduleChange]:
         """The schedule's changes, newest first."""
         table = self.table
-        query = select(table).where(table.c.schedule == name).order_by(table.c.id.desc())
+        mine = self.database.mine(table)
+        query = select(table).where(mine, table.c.schedule == name).order_by(table.c.id.desc())
         if limit is not None:
             query = query.limit(limit)
         return [to_change(row._mapping) for row in self.database.fetch(query)]
@@ -34,7 +37,8 @@ class ScheduleHistory:
     def prune(self, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` entries older than ``before``, oldest first; how many."""
         table = self.table
-        oldest = select(table.c.id).where(table.c.at < before).order_by(table.c.id).limit(limit)
+        old = (self.database.mine(table), table.c.at < before)
+        oldest = select(table.c.id).where(*old).order_by(table.c.id).limit(limit)
 
         def work(connection: Connection) -> int:
             ids = list(connection.execute(oldest).scalars())

@@ -21,7 +21,7 @@ from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.cluster import paused_names
 from rota.store.database import Database
-from rota.store.dependencies import ENDED_BADLY, SqlDependencies
+from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
 from rota.store.limits import FlowClaims
 from rota.store.rows import (
     RUNNING,
@@ -56,7 +56,8 @@ class SqlJobs:
 
     def _write(self, connection: Connection, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """The rows, their dependencies checked first and linked after (see ``dependencies``)."""
-        rows = [job_values(job, now) for job in jobs]
+        namespace = {"namespace": self.database.namespace}
+        rows = [job_values(job, now) | namespace for job in jobs]
         waits = [job.depends_on for job in jobs]
         if not any(waits):
             return self._insert_all(connection, rows)
@@ -84,10 +85,7 @@ class SqlJobs:
         """
         table = self.table
         connection.execute(self.database.dialect.insert_ignoring_duplicates(table, [row]))
-        query = select(table.c.id).where(
-            table.c.task == row["task"], table.c.unique_key == row["unique_key"]
-        )
-        return int(connection.execute(query).scalar_one())
+        return int(connection.execute(holding_key(table, row)).scalar_one())
 
     def claim_query(
         self, queues: Sequence[str], tasks: Sequence[str], limit: int, now: datetime
@@ -105,7 +103,8 @@ class SqlJobs:
     def due(
         self, queues: Sequence[str], tasks: Sequence[str], now: datetime
     ) -> list[ColumnElement[bool]]:
-        """A pending job of ``tasks`` in an open queue of ``queues`` whose time has come: what
+        """A pending job of this namespace's ``tasks`` in an open queue of ``queues`` whose time
+        has come: what
         a claim asks of its candidates besides their dependencies, and the idle look asks too,
         so that the look never sees less work than a claim would.
 
@@ -116,9 +115,10 @@ class SqlJobs:
         jobs = self.table
         queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
         return [
+            self.database.mine(jobs),
             jobs.c.state == JobState.PENDING.value,
             queue_match,
-            jobs.c.queue.not_in(paused_names(self.database.schema.queues)),
+            jobs.c.queue.not_in(paused_names(self.database)),
             jobs.c.run_at <= now,
             jobs.c.task.in_(tasks),
         ]
@@ -315,7 +315,10 @@ class SqlJobs:
     def expired_leases(self, now: datetime, limit: int) -> list[Job]:
         jobs = self.table
         query = (
-            select(jobs).where(lease_expired(jobs, now)).order_by(jobs.c.lease_until).limit(limit)
+            select(jobs)
+            .where(lease_expired(jobs, now), self.database.mine(jobs))
+            .order_by(jobs.c.lease_until)
+            .limit(limit)
         )
         return [to_job(row._mapping) for row in self.database.fetch(query)]
 

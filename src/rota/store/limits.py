@@ -65,6 +65,7 @@ class FlowClaims:
         self.database = database
         self.jobs = database.schema.jobs
         self.table = database.schema.limits
+        self.mine = database.mine(self.table)
         self._exhausted: dict[str, datetime] = {}
         """Rate keys used up, until their window ends: a hint that spares the candidate query
         their jobs (a window's tokens only ever go down)."""
@@ -191,11 +192,15 @@ class FlowClaims:
         missing = [key for key in keys if key not in locked]
         if missing:
             limits = self.table
-            present = select(limits.c.key).where(limits.c.key.in_(missing))
+            present = select(limits.c.key).where(self.mine, limits.c.key.in_(missing))
             exists = set(connection.execute(present).scalars())
             absent = [key for key in missing if key not in exists]
             if absent:
-                rows = [{"key": key, "tokens": None, "updated_at": now} for key in absent]
+                namespace = self.database.namespace
+                rows = [
+                    {"namespace": namespace, "key": key, "tokens": None, "updated_at": now}
+                    for key in absent
+                ]
                 connection.execute(self.database.dialect.insert_ignoring_duplicates(limits, rows))
                 locked.update(self._select_locked(connection, absent))
         return locked
@@ -205,7 +210,9 @@ class FlowClaims:
     ) -> dict[str, tuple[float | None, datetime | None]]:
         limits = self.table
         query = self.database.dialect.lock_for_claim(
-            select(limits.c.key, limits.c.tokens, limits.c.updated_at).where(limits.c.key.in_(keys))
+            select(limits.c.key, limits.c.tokens, limits.c.updated_at).where(
+                self.mine, limits.c.key.in_(keys)
+            )
         )
         return {key: (tokens, at) for key, tokens, at in connection.execute(query)}
 
@@ -215,12 +222,12 @@ class FlowClaims:
         rate window lasts at most an hour, so an old row holds nothing a claim needs; the next
         claim of its key makes it again.  Rows a claim holds now are passed over."""
         table = self.table
-        old = select(table.c.key).where(table.c.updated_at < before).limit(limit)
+        old = select(table.c.key).where(self.mine, table.c.updated_at < before).limit(limit)
 
         def work(connection: Connection) -> int:
             keys = list(connection.execute(self.database.dialect.lock_for_claim(old)).scalars())
             if keys:
-                connection.execute(delete(table).where(table.c.key.in_(keys)))
+                connection.execute(delete(table).where(self.mine, table.c.key.in_(keys)))
             return len(keys)
 
         return self.database.transaction(work)
@@ -238,6 +245,7 @@ class FlowClaims:
         return (
             select(running.c.concurrency_key)
             .where(
+                running.c.namespace == self.database.namespace,
                 running.c.state == RUNNING,
                 running.c.lease_until >= now,
                 running.c.task.in_(sorted(limits)),
@@ -261,6 +269,7 @@ class FlowClaims:
         query = (
             select(jobs.c.task, jobs.c.concurrency_key, func.count())
             .where(
+                self.database.mine(jobs),
                 jobs.c.state == RUNNING,
                 jobs.c.lease_until >= now,
                 jobs.c.task.in_(tasks),
@@ -289,7 +298,7 @@ class FlowClaims:
             limits = self.table
             statement = (
                 update(limits)
-                .where(limits.c.key == bindparam("b_key"))
+                .where(self.mine, limits.c.key == bindparam("b_key"))
                 .values(tokens=bindparam("b_tokens"), updated_at=bindparam("b_window"))
             )
             connection.execute(statement, updates)

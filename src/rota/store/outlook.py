@@ -37,7 +37,7 @@ class SqlOutlook:
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
         unblocked = due.where(jobs.c.has_dependencies, self.jobs.dependencies.unblocked()).exists()
-        expired = select(jobs.c.id).where(lease_expired(jobs, now))
+        expired = select(jobs.c.id).where(lease_expired(jobs, now), self.database.mine(jobs))
         query = select(
             (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
             expired.exists().label("leases_expired"),

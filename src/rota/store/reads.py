@@ -51,8 +51,8 @@ class SqlReads:
                 return None
             job = to_job(row._mapping)
             if job.state is JobState.PENDING:
-                queues = self.database.schema.queues
-                paused = set(connection.execute(paused_names(queues)).scalars())
+                paused_query = paused_names(self.database, job.namespace)
+                paused = set(connection.execute(paused_query).scalars())
                 job = replace(job, state=seen_state(job.state, job.queue, paused))
             if not row.has_dependencies:
                 return job
@@ -65,7 +65,7 @@ class SqlReads:
         if not 0 < job_id <= MAX_JOB_ID:
             return None
         jobs = self.table
-        paused = jobs.c.queue.in_(paused_names(self.database.schema.queues))
+        paused = jobs.c.queue.in_(paused_names(self.database, jobs.c.namespace))
         query = select(jobs.c.state, jobs.c.queue, paused).where(jobs.c.id == job_id)
         for state, queue, in_paused_queue in self.database.fetch(query):
             return seen_state(JobState(state), queue, [queue] if in_paused_queue else [])
@@ -105,7 +105,9 @@ class SqlReads:
     def last_scheduled(self) -> dict[str, JobSummary]:
         """One query: the rows whose id is the largest of their schedule."""
         jobs = self.table
-        newest = select(func.max(jobs.c.id)).where(jobs.c.schedule.is_not(None))
+        newest = select(func.max(jobs.c.id)).where(
+            self.database.mine(jobs), jobs.c.schedule.is_not(None)
+        )
         query = self._summary_select().where(jobs.c.id.in_(newest.group_by(jobs.c.schedule)))
         summaries = (to_summary(row._mapping) for row in self.database.fetch(query))
         return {summary.schedule: summary for summary in summaries if summary.schedule}
@@ -121,9 +123,10 @@ class SqlReads:
             return counts
         finished = self.table.c.finished_at
         state = self.table.c.state
+        mine = self.database.mine(self.table)
         periods = [
             select(literal(number), state, func.count())
-            .where(finished >= start, finished < end, state.in_(list(counts)))
+            .where(finished >= start, finished < end, mine, state.in_(list(counts)))
             .group_by(state)
             for number, (start, end) in enumerate(pairwise(bounds))
         ]
@@ -150,7 +153,7 @@ class SqlReads:
             # Ordered by the key itself, MySQL and MariaDB walk the primary key backwards
             # through every finished job to find them.
             newest = (table.c.id + 0).desc()
-        query = query.order_by(newest).limit(limit)
+        query = query.where(self.database.mine(table)).order_by(newest).limit(limit)
         if states:
             query = query.where(in_states(table.c.state, states))
         if task is not None:
@@ -162,7 +165,8 @@ class SqlReads:
     def waiting_queues(self) -> set[str]:
         """Queues with pending or paused jobs, read from the claim index."""
         jobs = self.table
-        query = select(jobs.c.queue).where(jobs.c.state.in_(WAITING)).distinct()
+        waiting = (self.database.mine(jobs), jobs.c.state.in_(WAITING))
+        query = select(jobs.c.queue).where(*waiting).distinct()
         return {queue for (queue,) in self.database.fetch(query)}
 
     def stranded(self, alive_at: datetime) -> list[Stranded]:
@@ -173,7 +177,7 @@ class SqlReads:
         jobs = self.table
         query = (
             select(jobs.c.task, jobs.c.queue, func.count())
-            .where(jobs.c.state == JobState.PENDING.value)
+            .where(self.database.mine(jobs), jobs.c.state == JobState.PENDING.value)
             .group_by(jobs.c.task, jobs.c.queue)
         )
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]

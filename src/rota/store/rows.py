@@ -55,7 +55,11 @@ REPORTED_ROWS = 1000
 """How many unreadable rows a store remembers having logged."""
 E = TypeVar("E", bound=Enum)
 logger = logging.getLogger("rota.store")
-WORKER_JSON = (("queues", list, "a list of queue names"), ("tasks", dict, "an object of tasks"))
+WORKER_JSON = (
+    ("queues", list, "a list of queue names"),
+    ("tasks", dict, "an object of tasks"),
+    ("definitions", dict, "an object of task fingerprints"),
+)
 """A worker row's JSON columns, what each holds and how that is said."""
 
 
@@ -162,6 +166,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         rate_key=data["rate_key"],
         payload_error="; ".join(problems) or None,
         unknown_state=data["state"] if state is JobState.UNKNOWN else None,
+        namespace=data["namespace"],
     )
 
 
@@ -252,6 +257,7 @@ def worker_values(worker: WorkerInfo) -> dict[str, Any]:
         "started_at": worker.started_at,
         "heartbeat_at": worker.heartbeat_at,
         "heartbeat_seconds": worker.heartbeat_seconds,
+        "definitions": json.dumps(worker.definitions),
     }
 
 
@@ -276,11 +282,17 @@ def to_worker(data: Mapping[Any, Any]) -> WorkerInfo | UnreadableRow:
         started_at=data["started_at"],
         heartbeat_at=data["heartbeat_at"],
         heartbeat_seconds=data["heartbeat_seconds"],
+        definitions=read["definitions"],
     )
 
 
-def _json_strings(stored: str, kind: type[list[Any]] | type[dict[Any, Any]], shape: str) -> Any:
-    """``stored`` as JSON of ``kind`` holding strings only (keys and values of an object)."""
+def _json_strings(
+    stored: str | None, kind: type[list[Any]] | type[dict[Any, Any]], shape: str
+) -> Any:
+    """``stored`` as JSON of ``kind`` holding strings only (keys and values of an object); an
+    empty one for NULL (a column older rotas did not write)."""
+    if stored is None:
+        return kind()
     value = json.loads(stored)
     items = [*value, *value.values()] if isinstance(value, dict) else value
     if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):

@@ -46,7 +46,12 @@ class SqlSchedules:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.schedules
+        self.mine = database.mine(self.table)
         self.history = ScheduleHistory(database)
+
+    def named(self, name: str) -> ColumnElement[bool]:
+        """The namespace's schedule of that name (names are unique within a namespace)."""
+        return and_(self.mine, self.table.c.name == name)
 
     def upsert(
         self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
@@ -58,12 +63,13 @@ class SqlSchedules:
 
         def work(connection: Connection) -> tuple[Schedule | None, Edit | None]:
             row = connection.execute(
-                select(table).where(table.c.name == spec.name).with_for_update()
+                select(table).where(self.named(spec.name)).with_for_update()
             ).first()
             if row is None:
                 values = {
                     **definition(spec),
                     "name": spec.name,
+                    "namespace": self.database.namespace,
                     "state": ScheduleState.ACTIVE.value,
                     "next_run_at": first_run,
                     "created_at": now,
@@ -74,7 +80,7 @@ class SqlSchedules:
                         spec.name, now, ScheduleAction.CREATED, actor, None, created(spec)
                     )
                     self.history.record(connection, [entry])
-                row = connection.execute(select(table).where(table.c.name == spec.name)).one()
+                row = connection.execute(select(table).where(self.named(spec.name))).one()
                 return self._read(row._mapping), None
             found = to_schedule(row._mapping)
             if isinstance(found, UnreadableRow):
@@ -130,13 +136,13 @@ class SqlSchedules:
         """Write the edit's columns (a new version) and its history entry where the row meets
         ``condition``; the row after, or ``None`` if it did not."""
         table = self.table
-        where = table.c.name == name if condition is None else and_(table.c.name == name, condition)
+        where = self.named(name) if condition is None else and_(self.named(name), condition)
         values = {**edit.values, "version": table.c.version + 1, "updated_at": now}
         if not connection.execute(update(table).where(where).values(values)).rowcount:
             return None
         entry = ScheduleChange(name, now, edit.action, actor, edit.old, edit.new)
         self.history.record(connection, [entry])
-        row = connection.execute(select(table).where(table.c.name == name)).one()
+        row = connection.execute(select(table).where(self.named(name))).one()
         return self._read(row._mapping)
 
     def _read(self, row: Mapping[Any, Any]) -> Schedule:
@@ -149,12 +155,12 @@ class SqlSchedules:
         return read
 
     def get(self, name: str) -> Schedule | None:
-        rows = self.database.fetch(select(self.table).where(self.table.c.name == name))
+        rows = self.database.fetch(select(self.table).where(self.named(name)))
         return self._read(rows[0]._mapping) if rows else None
 
     def all(self, states: Sequence[ScheduleState] = ()) -> list[Schedule]:
         """By name; the rows that cannot be read left out (and logged once)."""
-        query = select(self.table).order_by(self.table.c.name)
+        query = select(self.table).where(self.mine).order_by(self.table.c.name)
         if states:
             query = query.where(self.table.c.state.in_([state.value for state in states]))
         return self.database.readable(
@@ -165,7 +171,11 @@ class SqlSchedules:
         table = self.table
         query = (
             select(table)
-            .where(table.c.state == ScheduleState.ACTIVE.value, table.c.next_run_at <= now)
+            .where(
+                self.mine,
+                table.c.state == ScheduleState.ACTIVE.value,
+                table.c.next_run_at <= now,
+            )
             .order_by(table.c.next_run_at)
             .limit(limit)
         )
@@ -181,7 +191,7 @@ class SqlSchedules:
         """The earliest next run of an active schedule (the idle look asks it too)."""
         table = self.table
         return select(func.min(table.c.next_run_at)).where(
-            table.c.state == ScheduleState.ACTIVE.value
+            self.mine, table.c.state == ScheduleState.ACTIVE.value
         )
 
     def fire(
@@ -198,7 +208,7 @@ class SqlSchedules:
             moved = connection.execute(
                 update(table)
                 .where(
-                    table.c.name == schedule.name,
+                    self.named(schedule.name),
                     table.c.state == ScheduleState.ACTIVE.value,
                     table.c.next_run_at == schedule.next_run_at,
                 )
@@ -207,7 +217,8 @@ class SqlSchedules:
             if not moved:
                 return False
             if jobs:
-                rows = [job_values(job, now) for job in jobs]
+                namespace = {"namespace": self.database.namespace}
+                rows = [job_values(job, now) | namespace for job in jobs]
                 insert = self.database.dialect.insert_ignoring_duplicates
                 connection.execute(insert(self.database.schema.jobs, rows))
             return True
@@ -227,7 +238,7 @@ class SqlSchedules:
         ``target``, each recorded in the history; with ``next_runs``, only those named there,
         each starting again at its next run.  How many moved."""
         table = self.table
-        condition: ColumnElement[bool] = table.c.state.in_([state.value for state in sources])
+        condition = and_(self.mine, table.c.state.in_([state.value for state in sources]))
         if name is not None:
             condition = and_(condition, table.c.name == name)
         if next_runs is not None:
@@ -243,7 +254,7 @@ class SqlSchedules:
                 values: dict[str, Any] = {"state": target.value, "updated_at": now}
                 if next_runs is not None:
                     values["next_run_at"] = next_runs[moving]
-                connection.execute(update(table).where(table.c.name == moving).values(values))
+                connection.execute(update(table).where(self.named(moving)).values(values))
                 old, new = {"state": state}, {"state": target.value}
                 changes.append(ScheduleChange(moving, now, action, actor, old, new))
             self.history.record(connection, changes)
@@ -276,7 +287,7 @@ class SqlSchedules:
         when this success ends a failing run, else ``None``.  Each flip is a compare-and-set,
         so one process of the cluster reports it."""
         table = self.table
-        named = table.c.name == name
+        named = self.named(name)
 
         def work(connection: Connection) -> str | None:
             if not failed:
@@ -308,7 +319,7 @@ class SqlSchedules:
         counted from the claim index's ``running`` range.  ``since`` comes from the caller,
         as every time does (``FINISHED_WINDOW`` before now)."""
         jobs, table = self.database.schema.jobs, self.table
-        mine = jobs.c.schedule == table.c.name
+        mine = and_(jobs.c.namespace == table.c.namespace, jobs.c.schedule == table.c.name)
         recent = (mine, jobs.c.scheduled_at >= since)
         failed = jobs.c.state == JobState.FAILED.value
         last = jobs.c.started_at.is_not(None)
@@ -321,12 +332,12 @@ class SqlSchedules:
             .order_by(jobs.c.scheduled_at.desc())
             .limit(1)
             .scalar_subquery(),
-        )
+        ).where(self.mine)
         # Every running job, unscheduled ones in a group of their own: a condition on
         # ``schedule`` would tempt PostgreSQL to walk every tick of the unique index instead.
         running = (
             select(jobs.c.schedule, func.count())
-            .where(jobs.c.state == JobState.RUNNING.value)
+            .where(self.database.mine(jobs), jobs.c.state == JobState.RUNNING.value)
             .group_by(jobs.c.schedule)
         )
 

@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 
 from rota.core import cron
-from rota.core.connection import DEFAULT_TABLE_PREFIX
+from rota.core.connection import DEFAULT_NAMESPACE, DEFAULT_TABLE_PREFIX
 from rota.core.names import LIMITS
 from rota.store.types import BigId, LongText, UtcDateTime
 
@@ -33,15 +33,32 @@ ACTOR_LENGTH = LIMITS["actor"]
 FLOW_KEY_LENGTH = 255
 """Longest concurrency or rate key stored; longer keys are stored as a digest."""
 
-FINISHED_INDEX = ("finished_at", "state", "queue", "task")
+FINISHED_INDEX = ("finished_at", "namespace", "state", "queue", "task")
 """The finished-jobs index holds what counting them groups by, so the windowed counts and the
 dashboard's chart read the index alone, never a row; the prune's oldest-first scan uses its
 first column."""
 
-TICK_KEY = ("schedule", "scheduled_at", "tick")
+TICK_KEY = ("namespace", "schedule", "scheduled_at", "tick")
 """One job per tick (invariant 1): ``tick`` is TRUE for a cron tick's job and NULL for any other
 job, a manual run included; every backend holds NULLs distinct in a unique index, so manual runs
-never meet the key, not even two of them at a tick's own moment."""
+never meet the key, not even two of them at a tick's own moment.  A schedule is named within its
+namespace, so its ticks are too."""
+CLAIM_INDEX = ("namespace", "state", "queue", "priority", "run_at")
+"""A worker claims the due jobs of its own namespace, by queue, in priority and time order."""
+UNIQUE_KEY = ("namespace", "task", "unique_key")
+"""A unique key is scoped per task, and a task per namespace."""
+
+
+def namespace_column() -> Column[str]:
+    """The namespace a row belongs to; rows written before namespaces existed are the default
+    one's."""
+    return Column(
+        "namespace",
+        String(LIMITS["namespace"]),
+        nullable=False,
+        server_default=DEFAULT_NAMESPACE,
+    )
+
 
 TABLE_OPTIONS = {"engine": "InnoDB", "charset": "utf8mb4", "collate": "utf8mb4_bin"}
 """Every table on MySQL and MariaDB: InnoDB, and text compared byte for byte (task and queue
@@ -86,6 +103,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         f"{prefix}jobs",
         metadata,
         Column("id", BigId, primary_key=True, autoincrement=True),
+        namespace_column(),
         Column("task", String(LIMITS["task"]), nullable=False),
         Column("queue", String(LIMITS["queue"]), nullable=False),
         Column("priority", Integer, nullable=False),
@@ -112,18 +130,19 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("concurrency_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("rate_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("has_dependencies", Boolean, nullable=False, server_default=false()),
-        Index(f"ix_{prefix}jobs_claim", "state", "queue", "priority", "run_at"),
+        Index(f"ix_{prefix}jobs_claim", *CLAIM_INDEX),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", *FINISHED_INDEX),
         Index(f"uq_{prefix}jobs_tick", *TICK_KEY, unique=True),
-        Index(f"uq_{prefix}jobs_unique_key", "task", "unique_key", unique=True),
+        Index(f"uq_{prefix}jobs_unique_key", *UNIQUE_KEY, unique=True),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
         f"{prefix}workers",
         metadata,
         Column("id", String(64), primary_key=True),
+        namespace_column(),
         Column("host", String(255), nullable=False),
         Column("pid", Integer, nullable=False),
         Column("queues", LongText, nullable=False),
@@ -132,6 +151,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("started_at", UtcDateTime, nullable=False),
         Column("heartbeat_at", UtcDateTime, nullable=False),
         Column("heartbeat_seconds", Float, nullable=True),
+        Column("definitions", LongText, nullable=True),
         Index(f"ix_{prefix}workers_heartbeat", "heartbeat_at"),
         **MYSQL_TABLE_OPTIONS,
     )
@@ -139,6 +159,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         f"{prefix}schedules",
         metadata,
         Column("id", BigId, primary_key=True, autoincrement=True),
+        namespace_column(),
         Column("name", String(LIMITS["schedule"]), nullable=False),
         Column("task", String(LIMITS["task"]), nullable=False),
         Column("cron", String(cron.MAX_LENGTH), nullable=False),
@@ -157,13 +178,14 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("version", Integer, nullable=False, server_default=text("0")),
         Column("failures", Integer, nullable=False, server_default=text("0")),
         Column("failing", Boolean, nullable=False, server_default=false()),
-        Index(f"uq_{prefix}schedules_name", "name", unique=True),
-        Index(f"ix_{prefix}schedules_due", "state", "next_run_at"),
+        Index(f"uq_{prefix}schedules_name", "namespace", "name", unique=True),
+        Index(f"ix_{prefix}schedules_due", "namespace", "state", "next_run_at"),
         **MYSQL_TABLE_OPTIONS,
     )
     leases = Table(
         f"{prefix}leases",
         metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
         Column("name", String(64), primary_key=True),
         Column("owner", String(64), nullable=False),
         Column("until", UtcDateTime, nullable=False),
@@ -172,6 +194,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
     queues = Table(
         f"{prefix}queues",
         metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
         Column("name", String(LIMITS["queue"]), primary_key=True),
         Column("paused", Boolean, nullable=False, server_default=false()),
         Column("updated_at", UtcDateTime, nullable=False),
@@ -188,6 +211,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
     limits = Table(
         f"{prefix}limits",
         metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
         Column("key", String(FLOW_KEY_LENGTH), primary_key=True),
         Column("tokens", Float, nullable=True),
         Column("updated_at", UtcDateTime, nullable=True),
@@ -197,19 +221,21 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         f"{prefix}schedule_history",
         metadata,
         Column("id", BigId, primary_key=True, autoincrement=True),
+        namespace_column(),
         Column("schedule", String(LIMITS["schedule"]), nullable=False),
         Column("at", UtcDateTime, nullable=False),
         Column("action", String(32), nullable=False),
         Column("actor", String(ACTOR_LENGTH), nullable=False),
         Column("old", LongText, nullable=True),
         Column("new", LongText, nullable=True),
-        Index(f"ix_{prefix}schedule_history_schedule", "schedule", "id"),
+        Index(f"ix_{prefix}schedule_history_schedule", "namespace", "schedule", "id"),
         Index(f"ix_{prefix}schedule_history_at", "at"),
         **MYSQL_TABLE_OPTIONS,
     )
     tallies = Table(
         f"{prefix}tallies",
         metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
         Column("state", String(16), primary_key=True),
         Column("queue", String(LIMITS["queue"]), primary_key=True),
         Column("task", String(LIMITS["task"]), primary_key=True),

@@ -16,7 +16,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 
 from rota.core.clock import ClockReading
-from rota.core.connection import DEFAULT_TABLE_PREFIX, ConnectionSettings
+from rota.core.connection import DEFAULT_NAMESPACE, DEFAULT_TABLE_PREFIX, ConnectionSettings
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
 from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection
@@ -40,12 +40,13 @@ def open_store(
     table_prefix: str = DEFAULT_TABLE_PREFIX,
     connection: ConnectionSettings | None = None,
     events: EventSink = log_event,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> SqlStore:
     """A store on ``url`` (connections open lazily, at the first call), its connections bounded
     by ``connection`` (``RotaConfig``'s defaults if not given), announcing what it meets to
-    ``events`` (logged, if not given); ``ConfigError`` for a URL rota cannot use or a driver
-    that is not installed."""
-    return SqlStore(Database(url, table_prefix, connection, events))
+    ``events`` (logged, if not given), reading and writing the rows of ``namespace``;
+    ``ConfigError`` for a URL rota cannot use or a driver that is not installed."""
+    return SqlStore(Database(url, table_prefix, connection, events, namespace))
 
 
 class SqlStore:

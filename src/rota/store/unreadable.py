@@ -29,7 +29,8 @@ class SqlUnreadable:
         self.schema = database.schema
 
     def rows(self, limit: int) -> list[UnreadableRow]:
-        """Up to ``limit`` unreadable rows: workers', schedules', then jobs' by id."""
+        """Up to ``limit`` unreadable rows of the namespace: workers', schedules', then jobs' by
+        id."""
         found: list[UnreadableRow] = []
         for row in self._all():
             if len(found) == limit:
@@ -39,9 +40,12 @@ class SqlUnreadable:
 
     def _all(self) -> Iterator[UnreadableRow]:
         workers, schedules = self.schema.workers, self.schema.schedules
-        rows = self.database.fetch(select(workers).order_by(workers.c.id))
+        mine = self.database.mine
+        rows = self.database.fetch(select(workers).where(mine(workers)).order_by(workers.c.id))
         yield from _unreadable(to_worker(row._mapping) for row in rows)
-        rows = self.database.fetch(select(schedules).order_by(schedules.c.name))
+        rows = self.database.fetch(
+            select(schedules).where(mine(schedules)).order_by(schedules.c.name)
+        )
         yield from _unreadable(to_schedule(row._mapping) for row in rows)
         yield from self._jobs()
 
@@ -49,7 +53,10 @@ class SqlUnreadable:
         jobs = self.schema.jobs
         unfinished = outside(jobs.c.state, [state.value for state in FINAL_STATES])
         ids = sorted(
-            job_id for (job_id,) in self.database.fetch(select(jobs.c.id).where(unfinished))
+            job_id
+            for (job_id,) in self.database.fetch(
+                select(jobs.c.id).where(self.database.mine(jobs), unfinished)
+            )
         )
         checked = select(*(jobs.c[name] for name in JOB_CHECKED))
         for start in range(0, len(ids), PAGE):

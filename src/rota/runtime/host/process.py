@@ -181,6 +181,7 @@ class Host:
             alert_after_failures=self.config.alert_after_failures,
             database=describe_url(self.config.url),
             table_prefix=self.config.table_prefix,
+            namespace=self.config.namespace,
         )
 
     def executor(self, threads: HandlerThreads) -> Executor:

@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from rota.core.connection import DEFAULT_NAMESPACE
 from rota.core.model import WorkerInfo
 from rota.runtime.retention import Retention
 from rota.tasks import TaskRegistry
@@ -42,6 +43,7 @@ class WorkerSettings:
     """Which database, password left out (``describe_url``), and ``table_prefix``: the start
     line names them so that a worker started on the wrong tables is seen at once."""
     table_prefix: str = ""
+    namespace: str = DEFAULT_NAMESPACE
 
     @property
     def queues(self) -> tuple[str, ...]:
@@ -64,4 +66,5 @@ class WorkerSettings:
             started_at=now,
             heartbeat_at=now,
             heartbeat_seconds=self.lease_seconds / 3,
+            definitions={task.name: task.description for task in registry},
         )

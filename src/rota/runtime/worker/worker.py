@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rota.core.backoff import doubling
+from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.events import EventName
 from rota.core.limits import FlowLimits
 from rota.core.model import DrainResult, Job, JobState
@@ -143,15 +144,27 @@ class Worker:
         self._wake.set()
 
     async def start(self) -> None:
-        await self._db(self.register)
+        found = await self._db(self.register)
         self.launch()
+        for conflict in found:
+            self.events.emit(
+                EventName.WORKER_DEFINITION_CONFLICT,
+                logging.WARNING,
+                worker=self.id,
+                task=conflict.task,
+                other=conflict.other,
+                differences="; ".join(conflict.differences),
+            )
 
-    def register(self) -> None:
-        """Write this worker's row; writing it again replaces it, so a start that waits for
-        the database retries it with the rest."""
+    def register(self) -> list[DefinitionConflict]:
+        """Write this worker's row (writing it again replaces it, so a start that waits for
+        the database retries it with the rest); the tasks that live workers of its namespace
+        define differently from it (``core.definitions``)."""
+        now = self.clock.now()
         self.store.cluster.register_worker(
-            self.settings.describe(self.id, self.executor.registry, self.clock.now())
+            self.settings.describe(self.id, self.executor.registry, now)
         )
+        return conflicts(self.store.cluster.workers(now), of=self.id)
 
     def launch(self) -> None:
         """Start the loops of a registered worker, on the running event loop."""
@@ -162,6 +175,7 @@ class Worker:
             host=socket.gethostname(),
             database=settings.database,
             table_prefix=settings.table_prefix,
+            namespace=settings.namespace,
             queues=",".join(settings.queues),
             concurrency=settings.concurrency,
         )

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from alembic import context, op
 
-from rota.store.schema import FINISHED_INDEX
-
 revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
+
+FINISHED_INDEX = ("finished_at", "state", "queue", "task")
+"""The index as this revision makes it (0011 adds the namespace)."""
 
 
 def replace_index(columns: tuple[str, ...]) -> None:

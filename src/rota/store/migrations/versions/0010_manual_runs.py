@@ -14,12 +14,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context, op
 
-from rota.store.schema import TICK_KEY
-
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
+
+TICK_KEY = ("schedule", "scheduled_at", "tick")
+"""The key as this revision makes it (0011 adds the namespace)."""
 
 
 def names() -> tuple[str, str, str]:
