@@ -111,6 +111,13 @@ class Rota:
         """The settings, validated and frozen when the instance was made."""
         return self._config
 
+    @property
+    def namespace(self) -> str:
+        """The service this instance is (``Rota(namespace=...)``): it syncs, claims, lists and
+        controls only the schedules, jobs, queues and workers of this namespace (a job read or
+        changed by its id excepted: ids are unique across namespaces)."""
+        return self._config.namespace
+
     @overload
     def task(self, handler: F, /) -> F: ...
 

@@ -32,8 +32,8 @@ sorts recorded errors can name them. An attempt's error (``Job.errors``) carries
 what its handler raised (a ``RotaError``'s own, ``FAILED_BY_HANDLER`` for ``Fail``,
 ``EXECUTION_FAILED`` for anything else) or of what rota decided: ``TIMEOUT``,
 ``INVALID_RESULT``, and, with no class of their own, ``LEASE_EXPIRED``, ``SNOOZE_LIMIT``. ``rota
-check`` reports ``JOBS_STRANDED``, ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY`` and
-``UNREADABLE_ROW``.
+check`` reports ``JOBS_STRANDED``, ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY``,
+``UNREADABLE_ROW`` and ``DEFINITION_CONFLICT``.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ class ErrorCode(str, Enum):
     JOBS_STRANDED = "JOBS_STRANDED"
     SERVER_READ_ONLY = "SERVER_READ_ONLY"
     UNREADABLE_ROW = "UNREADABLE_ROW"
+    DEFINITION_CONFLICT = "DEFINITION_CONFLICT"
 
     def __str__(self) -> str:
         return self.value

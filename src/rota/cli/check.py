@@ -29,6 +29,8 @@ from rota.cli.common import (
 )
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.config import default_url
+from rota.core.connection import DEFAULT_NAMESPACE
+from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.escaping import visible
 from rota.core.model import Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
@@ -72,6 +74,9 @@ class Report:
     dead: list[WorkerInfo] = field(default_factory=list)
     """Workers that missed two heartbeats, whose rows the prune has not deleted yet."""
     stranded: list[Stranded] = field(default_factory=list)
+    conflicts: list[DefinitionConflict] = field(default_factory=list)
+    """Tasks that two live workers of the namespace define differently."""
+    namespace: str = DEFAULT_NAMESPACE
     failing: list[Schedule] = field(default_factory=list)
     """Live schedules whose last ``alert_after_failures`` ticks failed (set by the workers)."""
     unreadable: list[UnreadableRow] = field(default_factory=list)
@@ -92,7 +97,9 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     stranded jobs.
 
     A job is stranded when it is pending and no live worker (one that missed fewer than two
-    heartbeats) registers its task for its queue. Exits 1 when jobs are stranded, the server
+    heartbeats) registers its task for its queue. Everything but the server is of one namespace
+    (--namespace). Exits 1 when jobs are stranded, two live workers define a task differently,
+    the server
     is read-only (a replica: no worker can work there), a schedule is failing (its last
     alert_after_failures ticks failed), or a row cannot be read (a job, worker or schedule
     written by a newer rota or by hand, which rota leaves alone), naming each; dead workers
@@ -102,7 +109,7 @@ def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
-    report = Report(database=describe_url(target))
+    report = Report(database=describe_url(target), namespace=rota.namespace)
     try:
         examine(rota, report)
     except RotaError as error:
@@ -146,6 +153,11 @@ def examine(rota: Rota, report: Report) -> None:
     report.workers = [worker for worker in every if worker.is_live(report.checked_at)]
     report.dead = [worker for worker in every if not worker.is_live(report.checked_at)]
     report.stranded = view.stranded(report.checked_at)
+    report.conflicts = conflicts(report.workers)
+    report.problems += [
+        visible(f"{ErrorCode.DEFINITION_CONFLICT}: {conflict.message()}")
+        for conflict in report.conflicts
+    ]
     report.problems += [
         visible(
             f"{ErrorCode.JOBS_STRANDED}: {row.pending} pending job(s) of task {row.task!r} in "
@@ -189,6 +201,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         "ok": not report.problems,
         "problems": report.problems,
         "database": report.database,
+        "namespace": report.namespace,
         "server": report.server,
         "reached": report.reached,
         "writable": None if report.server is None else report.read_only is None,
@@ -203,6 +216,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         "workers": [worker_dict(report, worker) for worker in report.workers],
         "dead_workers": [worker_dict(report, worker) for worker in report.dead],
         "stranded_jobs": [asdict(row) for row in report.stranded],
+        "definition_conflicts": [asdict(conflict) for conflict in report.conflicts],
         "failing_schedules": [
             {
                 "name": schedule.name,
@@ -234,7 +248,7 @@ def worker_dict(report: Report, worker: WorkerInfo) -> dict[str, Any]:
 
 
 def show(report: Report) -> None:
-    facts = [("database", report.database)]
+    facts = [("database", report.database), ("namespace", report.namespace)]
     if report.driver is not None:
         facts.append(("driver", f"{report.driver} {report.driver_version}"))
     if report.server is None:
@@ -257,6 +271,7 @@ def show(report: Report) -> None:
         facts.append(("live workers", str(len(report.workers))))
         facts.append(("dead workers", str(len(report.dead))))
         facts.append(("stranded jobs", str(sum(row.pending for row in report.stranded))))
+        facts.append(("definition conflicts", str(len(report.conflicts))))
         facts.append(("failing schedules", str(len(report.failing))))
         facts.append(("unreadable rows", str(len(report.unreadable[:UNREADABLE_LISTED]))))
     items: list[RenderableType] = [pairs(facts)]
@@ -273,6 +288,16 @@ def show(report: Report) -> None:
         for row in report.stranded:
             jobs.add_row(row.task, row.queue, str(row.pending), row.reason)
         items += ["", "Pending jobs no live worker can run:", jobs]
+    if report.conflicts:
+        differing = Grid(
+            Column("task", NAME),
+            Column("workers", NAME, drop=1),
+            Column("differences", WORDS),
+        )
+        for conflict in report.conflicts:
+            workers = f"{conflict.worker} / {conflict.other}"
+            differing.add_row(conflict.task, workers, "; ".join(conflict.differences))
+        items += ["", "Tasks live workers define differently:", differing]
     if report.failing:
         failing = Grid(Column("schedule", NAME), Column("task", NAME, drop=1), Column("failed"))
         for schedule in report.failing:

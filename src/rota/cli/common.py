@@ -21,6 +21,7 @@ from rota.cli import loading
 from rota.config import RotaConfig, check_table_prefix, default_url
 from rota.core.escaping import visible, visible_json
 from rota.core.model import MAX_JOB_ID
+from rota.core.names import name_problem
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
@@ -43,6 +44,7 @@ CONNECT_TIMEOUT = 5.0
 ACTOR = "cli"
 """Who the schedules' history says made the changes that go through ``connected``."""
 URL_FILE = "rota.url_file"
+NAMESPACE = "rota.namespace"
 ARGV_WARNING = (
     "rota: warning: --url puts the database password on the command line, where other users "
     "of this machine see it (ps, /proc); set ROTA_DATABASE_URL or use --url-file PATH instead"
@@ -50,9 +52,18 @@ ARGV_WARNING = (
 
 
 def database_options(command: F) -> F:
-    """``--url``, ``--url-file`` and ``--table-prefix``, as ``rota migrate`` and ``rota prune``
-    take them; an application that runs the command with its own Rota (``loading.Host``)
-    gives the defaults of both, its Rota's database and table prefix."""
+    """``--url``, ``--url-file``, ``--table-prefix`` and ``--namespace``, as ``rota migrate``
+    and ``rota prune`` take them; an application that runs the command with its own Rota
+    (``loading.Host``) gives their defaults, its Rota's database, table prefix and namespace."""
+    command = click.option(
+        "--namespace",
+        default=None,
+        expose_value=False,
+        callback=_namespace,
+        metavar="NAME",
+        help="The service whose jobs, schedules, queues and workers to act on, as "
+        "Rota(namespace=...) (default: $ROTA_NAMESPACE, else 'default').",
+    )(command)
     command = click.option(
         "--table-prefix",
         default=RotaConfig.table_prefix,
@@ -137,6 +148,17 @@ def _table_prefix(context: click.Context, parameter: click.Parameter, value: str
         raise click.BadParameter(f"{error.code}: {error}") from error
 
 
+def _namespace(context: click.Context, parameter: click.Parameter, value: str | None) -> None:
+    host = loading.hosted()
+    if value is None and host is not None:
+        value = host.rota().namespace
+    if value is not None:
+        problem = name_problem("namespace", value)
+        if problem is not None:
+            raise click.BadParameter(f"{ConfigError.code}: {problem}")
+        context.meta[NAMESPACE] = value
+
+
 class JobId(IntParamType):
     """A job id as typed: digits only; more than ``MAX_JOB_ID`` has is no job, not a crash."""
 
@@ -177,7 +199,11 @@ def fail(message: str) -> click.ClickException:
 
 def build_rota(url: str, table_prefix: str, **settings: Any) -> Rota:
     """A ``Rota`` that reads and controls; it never changes the schema (``rota migrate`` does).
-    ``settings`` are more of ``Rota``'s (``rota prune``'s retention)."""
+    ``settings`` are more of ``Rota``'s (``rota prune``'s retention); the namespace is the
+    command's ``--namespace``, if it has one and it was given."""
+    context = click.get_current_context(silent=True)
+    if context is not None and NAMESPACE in context.meta:
+        settings.setdefault("namespace", context.meta[NAMESPACE])
     try:
         return Rota(
             url,

@@ -1,6 +1,6 @@
 """What the configuration checks and the store applies to every connection, the prefix of
-rota's table names and the default namespace: settings both need, kept here so the configuration imports nothing of the
-store."""
+rota's table names and the default namespace: settings both need, kept here so the
+configuration imports nothing of the store."""
 
 from __future__ import annotations
 

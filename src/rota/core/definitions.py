@@ -53,6 +53,15 @@ class DefinitionConflict:
     other: str
     differences: tuple[str, ...]
 
+    def fields(self) -> dict[str, str]:
+        """The ``worker.definition_conflict`` event's fields."""
+        return {
+            "worker": self.worker,
+            "task": self.task,
+            "other": self.other,
+            "differences": "; ".join(self.differences),
+        }
+
     def message(self) -> str:
         return (
             f"task {self.task!r} is defined differently by live workers {self.worker} and "

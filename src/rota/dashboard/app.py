@@ -71,7 +71,7 @@ class DashboardApp:
         self.rota = rota
         self.keys = keys
         self.hosts = hosts
-        self.renderer = Renderer(self.keys)
+        self.renderer = Renderer(self.keys, rota.namespace)
         self.registry = metrics.registry(rota)
         self.editing = ScheduleEditing(rota, self.renderer)
 

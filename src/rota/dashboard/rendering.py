@@ -45,9 +45,10 @@ def query(params: Mapping[str, object]) -> str:
 
 
 class Renderer:
-    """The dashboard's Jinja2 templates, autoescaped, and the keys their forms are signed with."""
+    """The dashboard's Jinja2 templates, autoescaped, and the keys their forms are signed with;
+    every page names the namespace it shows."""
 
-    def __init__(self, keys: Keys) -> None:
+    def __init__(self, keys: Keys, namespace: str) -> None:
         self.keys = keys
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES),
@@ -55,6 +56,7 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        self.templates.globals["namespace"] = namespace
         self.templates.filters.update(
             when=when,
             age=span,

@@ -323,4 +323,8 @@ def schedules_page(rota: Rota) -> dict[str, Any]:
 
 def workers_page(rota: Rota) -> dict[str, Any]:
     now = rota.clock.now()
-    return {"workers": live_workers(rota, now), "now": now}
+    return {
+        "workers": live_workers(rota, now),
+        "now": now,
+        "conflicts": rota.inspect.conflicts(now),
+    }

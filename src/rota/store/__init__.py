@@ -19,7 +19,7 @@
     signals.py       new jobs heard as they commit (PostgreSQL's LISTEN)
     schedules.py     schedules by name, and firing each tick exactly once
     history.py       each schedule change's history row, in the change's transaction
-    rows.py          rows to value types and back
+    rows.py          rows to value types and back (worker_rows.py: a worker's row)
     sizes.py         results grouped into statements the server takes
     events.py        what the store meets, announced without importing the event log
     secrets.py       every form of a secret, hidden from messages

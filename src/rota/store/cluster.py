@@ -13,7 +13,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import WorkerInfo
 from rota.store.database import Database
-from rota.store.rows import to_worker, worker_values
+from rota.store.worker_rows import to_worker, worker_values
 
 
 class SqlCluster:

@@ -26,14 +26,12 @@ from rota.core import payload
 from rota.core.escaping import visible
 from rota.core.events import EventName
 from rota.core.model import (
-    DEFAULT_QUEUE,
     STORED_STATES,
     AttemptError,
     Job,
     JobState,
     NewJob,
     Progress,
-    WorkerInfo,
 )
 from rota.core.schedules import (
     Schedule,
@@ -55,11 +53,6 @@ REPORTED_ROWS = 1000
 """How many unreadable rows a store remembers having logged."""
 E = TypeVar("E", bound=Enum)
 logger = logging.getLogger("rota.store")
-WORKER_JSON = (
-    ("queues", list, "a list of queue names"),
-    ("tasks", dict, "an object of tasks"),
-    ("definitions", dict, "an object of task fingerprints"),
-)
 """A worker row's JSON columns, what each holds and how that is said."""
 
 
@@ -213,7 +206,7 @@ def _result(stored: str | None, problems: list[str]) -> Any:
     try:
         return json.loads(stored)
     except ValueError as error:
-        problems.append(_column_problem("result", error, stored))
+        problems.append(column_problem("result", error, stored))
         return None
 
 
@@ -227,11 +220,11 @@ def _attempt_errors(stored: str | None, problems: list[str]) -> tuple[AttemptErr
     try:
         return tuple(AttemptError.from_json(item) for item in json.loads(stored or "[]"))
     except (ValueError, TypeError, KeyError, AttributeError) as error:
-        problems.append(_column_problem("errors", error, stored))
+        problems.append(column_problem("errors", error, stored))
         return ()
 
 
-def _column_problem(column: str, error: Exception, stored: str | None) -> str:
+def column_problem(column: str, error: Exception, stored: str | None) -> str:
     """That ``column`` cannot be read, and why, quoting the stored text."""
     return (
         f"its {column} column cannot be read ({type(error).__name__}: {error}); "
@@ -241,63 +234,6 @@ def _column_problem(column: str, error: Exception, stored: str | None) -> str:
 
 def errors_json(errors: Sequence[AttemptError]) -> str:
     return json.dumps([error.to_json() for error in errors], ensure_ascii=False)
-
-
-def worker_values(worker: WorkerInfo) -> dict[str, Any]:
-    """Queues and each task's queue are JSON, so a worker registers in one row."""
-    return {
-        "id": worker.id,
-        "host": worker.host,
-        "pid": worker.pid,
-        "queues": json.dumps(list(worker.queues)),
-        "tasks": json.dumps(
-            {task: worker.task_queues.get(task, DEFAULT_QUEUE) for task in worker.tasks}
-        ),
-        "concurrency": worker.concurrency,
-        "started_at": worker.started_at,
-        "heartbeat_at": worker.heartbeat_at,
-        "heartbeat_seconds": worker.heartbeat_seconds,
-        "definitions": json.dumps(worker.definitions),
-    }
-
-
-def to_worker(data: Mapping[Any, Any]) -> WorkerInfo | UnreadableRow:
-    """A worker row; an ``UnreadableRow`` when its ``queues`` or ``tasks`` are not the JSON a
-    worker writes (a list of queue names, an object of task names to queue names)."""
-    read: dict[str, Any] = {}
-    for column, kind, shape in WORKER_JSON:
-        try:
-            read[column] = _json_strings(data[column], kind, shape)
-        except (ValueError, TypeError) as error:
-            problem = _column_problem(column, error, data[column])
-            return UnreadableRow("worker", str(data["id"]), problem)
-    return WorkerInfo(
-        id=data["id"],
-        host=data["host"],
-        pid=data["pid"],
-        queues=tuple(read["queues"]),
-        tasks=tuple(read["tasks"]),
-        task_queues=read["tasks"],
-        concurrency=data["concurrency"],
-        started_at=data["started_at"],
-        heartbeat_at=data["heartbeat_at"],
-        heartbeat_seconds=data["heartbeat_seconds"],
-        definitions=read["definitions"],
-    )
-
-
-def _json_strings(
-    stored: str | None, kind: type[list[Any]] | type[dict[Any, Any]], shape: str
-) -> Any:
-    """``stored`` as JSON of ``kind`` holding strings only (keys and values of an object); an
-    empty one for NULL (a column older rotas did not write)."""
-    if stored is None:
-        return kind()
-    value = json.loads(stored)
-    items = [*value, *value.values()] if isinstance(value, dict) else value
-    if not isinstance(value, kind) or not all(isinstance(item, str) for item in items):
-        raise ValueError(f"not {shape}")
-    return value
 
 
 def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:

@@ -16,8 +16,9 @@ from sqlalchemy import select
 
 from rota.core.model import FINAL_STATES
 from rota.store.database import Database
-from rota.store.rows import JOB_CHECKED, job_problems, outside, to_schedule, to_worker
+from rota.store.rows import JOB_CHECKED, job_problems, outside, to_schedule
 from rota.store.values import UnreadableRow
+from rota.store.worker_rows import to_worker
 
 PAGE = 500
 """Jobs read per query: ids per ``IN`` list, well under every backend's parameter limit."""

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from rota.core import checks
 from rota.core.clock import Clock, ClockReading
+from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.model import Counts, Job, JobState, JobStatus, Stranded, WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import InvalidArguments
@@ -65,6 +66,10 @@ class Inspection:
     def workers(self, alive_at: datetime | None = None) -> list[WorkerInfo]:
         """The workers live at ``alive_at`` (now); ``datetime.min`` in UTC lists every row."""
         return self.store.cluster.workers(alive_at or self.clock.now())
+
+    def conflicts(self, at: datetime | None = None) -> list[DefinitionConflict]:
+        """Tasks that two workers live at ``at`` (now) define differently (``core.definitions``)."""
+        return conflicts(self.workers(at))
 
     def stranded(self, at: datetime | None = None) -> list[Stranded]:
         """Pending jobs that no worker live at ``at`` (now) can claim, by task and queue."""

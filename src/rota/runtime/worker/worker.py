@@ -84,6 +84,7 @@ class Worker:
         self.shared_outlook = SharedOutlook(self.clock, settings.poll_interval)
         self.listener = JobListener(store, self.notify, settings.max_backoff, self.events)
         self._nudged = False
+        self._conflicts: list[DefinitionConflict] = []
         self.housekeeping = Housekeeping(
             self.id,
             store,
@@ -144,27 +145,19 @@ class Worker:
         self._wake.set()
 
     async def start(self) -> None:
-        found = await self._db(self.register)
+        await self._db(self.register)
         self.launch()
-        for conflict in found:
-            self.events.emit(
-                EventName.WORKER_DEFINITION_CONFLICT,
-                logging.WARNING,
-                worker=self.id,
-                task=conflict.task,
-                other=conflict.other,
-                differences="; ".join(conflict.differences),
-            )
 
-    def register(self) -> list[DefinitionConflict]:
+    def register(self) -> None:
         """Write this worker's row (writing it again replaces it, so a start that waits for
-        the database retries it with the rest); the tasks that live workers of its namespace
-        define differently from it (``core.definitions``)."""
+        the database retries it with the rest), and read how the live workers of its
+        namespace define its tasks: ``launch`` reports those that differ
+        (``core.definitions``)."""
         now = self.clock.now()
         self.store.cluster.register_worker(
             self.settings.describe(self.id, self.executor.registry, now)
         )
-        return conflicts(self.store.cluster.workers(now), of=self.id)
+        self._conflicts = conflicts(self.store.cluster.workers(now), of=self.id)
 
     def launch(self) -> None:
         """Start the loops of a registered worker, on the running event loop."""
@@ -179,6 +172,9 @@ class Worker:
             queues=",".join(settings.queues),
             concurrency=settings.concurrency,
         )
+        for conflict in self._conflicts:
+            fields = conflict.fields()
+            self.events.emit(EventName.WORKER_DEFINITION_CONFLICT, logging.WARNING, **fields)
         self.listener.start(asyncio.get_running_loop())
         self.leases.start(self._interrupt)
         self._claim_loop = asyncio.create_task(self._claiming(), name="rota-claim")
