@@ -1,0 +1,259 @@
+"""The example service (``examples/service``): its settings, its tasks registered by importing
+``service.tasks`` alone, the ``rota`` command loading it, and two replicas started as its systemd
+unit starts them (the unit's command, its environment file) on MariaDB: both register as
+workers, each tick of a schedule runs once, a manual run once, and SIGTERM stops both with 0.
+
+The report's cron comes from ``$SERVICE_REPORT_CRON``, so the replicas' test sets it to every
+minute and waits for the next minute's tick: at most a minute of real time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from rota import JobState, Rota
+from service.settings import Settings
+from tests.conftest import Database
+from tests.helpers import sql_store, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "service"
+UNIT = EXAMPLE / "deploy" / "rota-service@.service"
+ENVIRONMENT_FILE = EXAMPLE / "deploy" / "service.env"
+ROTA = [sys.executable, "-m", "rota"]
+ACCOUNTS = [{"id": 1, "plan": "pro"}, {"id": 2, "plan": "free"}, {"id": 3, "plan": "pro"}]
+SCHEDULES = {
+    "sync_accounts": ("*/15 * * * *", "UTC"),
+    "daily_report": ("0 6 * * *", "UTC"),
+    "purge_old_files": ("30 3 * * *", "UTC"),
+}
+"""The schedules README.md documents, with the default settings."""
+
+
+def unit_setting(name: str) -> str:
+    """The value of ``name=`` in the systemd unit."""
+    for line in UNIT.read_text().splitlines():
+        if line.startswith(f"{name}="):
+            return line.partition("=")[2]
+    raise AssertionError(f"{UNIT} has no {name}=")
+
+
+def environment_file() -> dict[str, str]:
+    """``deploy/service.env`` read as systemd reads an ``EnvironmentFile``."""
+    found = {}
+    for line in ENVIRONMENT_FILE.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            found[name.strip()] = value.strip().removeprefix('"').removesuffix('"')
+    return found
+
+
+def service_environment(db: Database, tmp_path: Path, **changes: str) -> dict[str, str]:
+    """The unit's environment file, pointed at the test's database, data directory and
+    accounts (a ``file://`` URL); the process's own ``ROTA_*``/``SERVICE_*`` left out."""
+    accounts = tmp_path / "accounts.json"
+    accounts.write_text(json.dumps(ACCOUNTS))
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("ROTA_", "SERVICE_"))
+    }
+    return {
+        **inherited,
+        **environment_file(),
+        "ROTA_DATABASE_URL": db.url,
+        "ROTA_TABLE_PREFIX": db.prefix,
+        "SERVICE_DATA_DIR": str(tmp_path / "data"),
+        "SERVICE_ACCOUNTS_URL": accounts.as_uri(),
+        "SERVICE_ALERT_WEBHOOK": "",
+        **changes,
+    }
+
+
+def rota_command(env: Mapping[str, str], db: Database, *arguments: str) -> str:
+    """The ``rota`` command as an operator runs it with the service's environment."""
+    command = [*ROTA, *arguments, "--table-prefix", db.prefix]
+    done = subprocess.run(
+        command, cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@contextmanager
+def replicas(
+    command: list[str], env: Mapping[str, str], logs: Path, count: int
+) -> Iterator[list[subprocess.Popen[str]]]:
+    """``count`` processes of ``command`` in the example's directory, their output in
+    ``logs/<n>.log`` (journald's part); killed if still running at the end."""
+    started = []
+    try:
+        for number in range(1, count + 1):
+            with (logs / f"{number}.log").open("w") as log:
+                started.append(
+                    subprocess.Popen(
+                        command,
+                        cwd=EXAMPLE,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    )
+                )
+        yield started
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+def stop(processes: list[subprocess.Popen[str]]) -> list[int]:
+    """``systemctl stop``: SIGTERM to each, then their exit codes."""
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    return [process.wait(timeout=float(unit_setting("TimeoutStopSec"))) for process in processes]
+
+
+def control(db: Database) -> Rota:
+    return Rota(db.url, table_prefix=db.prefix, auto_migrate=False, connect_timeout=10)
+
+
+def test_the_settings_come_from_the_environment() -> None:
+    settings = Settings.from_environ({"SERVICE_ACCOUNTS_URL": "https://crm/accounts"})
+    assert settings.data_dir == Path("var")
+    assert settings.snapshots == Path("var/snapshots")
+    assert (settings.report_cron, settings.report_tz, settings.keep_days) == (
+        "0 6 * * *",
+        "UTC",
+        14,
+    )
+    assert settings.alert_webhook is None
+    with pytest.raises(RuntimeError, match="SERVICE_ACCOUNTS_URL"):
+        Settings.from_environ({})
+    with pytest.raises(RuntimeError, match="SERVICE_KEEP_DAYS"):
+        Settings.from_environ({"SERVICE_ACCOUNTS_URL": "x", "SERVICE_KEEP_DAYS": "two"})
+    unit = environment_file()
+    assert Settings.from_environ(unit).report_cron == "0 6 * * 1-5"
+    assert not [name for name in unit if not name.startswith(("ROTA_", "SERVICE_"))]
+
+
+SHOW_TASKS = """
+import json, sys
+import service.tasks
+from service.rota_app import rota
+tasks = {
+    name: [task.cron, task.tz, task.queue]
+    for name in rota.registry.names()
+    for task in [rota.registry.find(name)]
+}
+print(json.dumps({"tasks": tasks, "entry point imported": "service.app" in sys.modules}))
+"""
+
+
+@pytest.mark.sqlite_only
+def test_importing_the_tasks_alone_registers_every_task(db: Database, tmp_path: Path) -> None:
+    env = service_environment(db, tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW_TASKS],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    shown = json.loads(done.stdout)
+    assert shown["entry point imported"] is False
+    assert shown["tasks"] == {
+        "sync_accounts": ["*/15 * * * *", "UTC", "default"],
+        "daily_report": ["0 6 * * 1-5", "Europe/Berlin", "default"],  # the unit's environment
+        "purge_old_files": ["30 3 * * *", "UTC", "default"],
+        "post_alert": [None, "UTC", "alerts"],
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_the_rota_command_loads_the_service(db: Database, tmp_path: Path) -> None:
+    env = service_environment(db, tmp_path, SERVICE_REPORT_CRON="", SERVICE_REPORT_TZ="")
+    env.pop("ROTA_AUTO_MIGRATE")  # one process on SQLite: it migrates as it starts
+    command = [*ROTA, "worker", "service.app:rota"]
+    with replicas(command, env, tmp_path, 1) as started:
+        wait_until(
+            lambda: json.loads(rota_command(env, db, "check", "--json"))["workers"], timeout=30
+        )
+        schedules = json.loads(rota_command(env, db, "schedules", "--json"))
+        assert {s["name"]: (s["cron"], s["tz"]) for s in schedules} == SCHEDULES
+        (worker,) = json.loads(rota_command(env, db, "check", "--json"))["workers"]
+        assert sorted(worker["tasks"]) == sorted([*SCHEDULES, "post_alert"])
+        assert stop(started) == [0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_two_replicas_run_each_tick_once(mariadb: Database, tmp_path: Path) -> None:
+    """The deploy of README.md: ``rota migrate`` once, then both replicas as the unit starts
+    them; an operator's ``rota run-now`` (the first snapshot) and the next minute's report each
+    run once, in one of the replicas."""
+    env = service_environment(mariadb, tmp_path, SERVICE_REPORT_CRON="* * * * *")
+    rota_command(env, mariadb, "migrate")
+    python, *arguments = shlex.split(unit_setting("ExecStart"))
+    assert python.endswith("/python"), python
+    rota = control(mariadb)
+    boundary = now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    if boundary - now() < timedelta(seconds=8):  # a report before the first snapshot would fail
+        time.sleep((boundary - now()).total_seconds() + 0.1)
+    try:
+        with replicas([sys.executable, *arguments], env, tmp_path, 2) as started:
+            pids = {process.pid for process in started}
+            wait_until(lambda: {w.pid for w in rota.inspect.workers()} == pids, timeout=30)
+            assert all(len(w.tasks) == 4 for w in rota.inspect.workers())
+            rota_command(env, mariadb, "run-now", "sync_accounts")
+            wait_until(lambda: succeeded(rota, "sync_accounts"), timeout=10)
+            schedule = rota.inspect.schedule("daily_report")
+            assert schedule is not None
+            tick = schedule.next_run_at
+            wait_until(
+                lambda: tick in succeeded(rota, "daily_report"),
+                timeout=(tick - now()).total_seconds() + 15,
+                every=0.5,
+            )
+            codes = stop(started)
+        assert codes == [0, 0]
+        assert rota.inspect.workers() == []
+        logs = "\n".join(path.read_text() for path in sorted(tmp_path.glob("*.log")))
+        assert logs.count("worker.stopped") == 2, logs
+        jobs = rota.inspect.jobs(limit=None)
+        assert sorted((job.task, job.state, job.attempt) for job in jobs) == [
+            ("daily_report", JobState.SUCCEEDED, 1),
+            ("sync_accounts", JobState.SUCCEEDED, 1),
+        ], logs
+        for job in jobs:
+            assert logs.count(f"job.started job_id={job.id} ") == 1, logs
+        (report,) = (tmp_path / "data" / "reports").iterdir()
+        assert json.loads(report.read_text())["pro"] == 2
+    finally:
+        sql_store(rota).engine.dispose()
+
+
+def succeeded(rota: Rota, task: str) -> list[datetime | None]:
+    """The ticks of the jobs of ``task`` that succeeded."""
+    jobs = rota.inspect.jobs([JobState.SUCCEEDED], task=task, limit=None)
+    return [job.scheduled_at for job in jobs]
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
