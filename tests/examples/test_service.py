@@ -1,7 +1,8 @@
 """The example service (``examples/service``): its settings, its tasks registered by importing
-``service.tasks`` alone, the ``rota`` command loading it, and two replicas started as its systemd
-unit starts them (the unit's command, its environment file) on MariaDB: both register as
-workers, each tick of a schedule runs once, a manual run once, and SIGTERM stops both with 0.
+``service.tasks`` alone, the ``rota`` command loading it, a failing schedule's alert posted to
+the webhook once, and two replicas started as its systemd unit starts them (the unit's command,
+its environment file) on MariaDB: both register as workers, each tick of a schedule runs once,
+a manual run once, and SIGTERM stops both with 0.
 
 The report's cron comes from ``$SERVICE_REPORT_CRON``, so the replicas' test sets it to every
 minute and waits for the next minute's tick: at most a minute of real time.
@@ -15,15 +16,19 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from rota import JobState, Rota
+from rota.config import DEFAULT_GRACE
 from service.settings import Settings
 from tests.conftest import Database
 from tests.helpers import sql_store, wait_until
@@ -82,13 +87,14 @@ def service_environment(db: Database, tmp_path: Path, **changes: str) -> dict[st
     }
 
 
-def rota_command(env: Mapping[str, str], db: Database, *arguments: str) -> str:
-    """The ``rota`` command as an operator runs it with the service's environment."""
+def rota_command(env: Mapping[str, str], db: Database, *arguments: str, ok: bool = True) -> str:
+    """The ``rota`` command as an operator runs it with the service's environment; its output,
+    and unless ``ok`` is false, an ``AssertionError`` when it exits non-zero."""
     command = [*ROTA, *arguments, "--table-prefix", db.prefix]
     done = subprocess.run(
         command, cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=60, check=False
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0 or not ok, done.stdout + done.stderr
     return done.stdout
 
 
@@ -150,6 +156,13 @@ def test_the_settings_come_from_the_environment() -> None:
     assert not [name for name in unit if not name.startswith(("ROTA_", "SERVICE_"))]
 
 
+def test_the_unit_stops_a_replica_after_its_grace() -> None:
+    assert unit_setting("KillSignal") == "SIGTERM"
+    assert float(unit_setting("TimeoutStopSec")) > DEFAULT_GRACE
+    assert unit_setting("Restart") == "always"
+    assert unit_setting("EnvironmentFile") == "/etc/rota-service/service.env"
+
+
 SHOW_TASKS = """
 import json, sys
 import service.tasks
@@ -185,6 +198,52 @@ def test_importing_the_tasks_alone_registers_every_task(db: Database, tmp_path: 
     }
 
 
+FAIL_TWICE = """
+from service.app import rota
+rota.drain()  # the schedules, as a worker's start writes them
+for _ in range(2):
+    rota.run_now("daily_report")  # no snapshot yet: the report fails
+    rota.drain()
+"""
+
+
+class Webhook(BaseHTTPRequestHandler):
+    received: ClassVar[list[object]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers["content-length"])
+        self.received.append(json.loads(self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.sqlite_only
+def test_a_failing_schedule_posts_one_alert_to_the_webhook(db: Database, tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Webhook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        env = service_environment(db, tmp_path, SERVICE_ALERT_WEBHOOK=url)
+        env.pop("ROTA_AUTO_MIGRATE")
+        subprocess.run(
+            [sys.executable, "-c", FAIL_TWICE], cwd=EXAMPLE, env=env, timeout=60, check=True
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert env["ROTA_ALERT_AFTER_FAILURES"] == "2"
+    assert Webhook.received == [
+        {
+            "text": "schedule daily_report is failing: FAILED_BY_HANDLER: no accounts snapshot "
+            "yet: run `rota run-now sync_accounts`"
+        }
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.sqlite_only
 def test_the_rota_command_loads_the_service(db: Database, tmp_path: Path) -> None:
@@ -193,7 +252,8 @@ def test_the_rota_command_loads_the_service(db: Database, tmp_path: Path) -> Non
     command = [*ROTA, "worker", "service.app:rota"]
     with replicas(command, env, tmp_path, 1) as started:
         wait_until(
-            lambda: json.loads(rota_command(env, db, "check", "--json"))["workers"], timeout=30
+            lambda: json.loads(rota_command(env, db, "check", "--json", ok=False))["workers"],
+            timeout=30,
         )
         schedules = json.loads(rota_command(env, db, "schedules", "--json"))
         assert {s["name"]: (s["cron"], s["tz"]) for s in schedules} == SCHEDULES
