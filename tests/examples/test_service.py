@@ -11,6 +11,7 @@ minute and waits for the next minute's tick: at most a minute of real time.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -27,7 +29,7 @@ from typing import ClassVar
 
 import pytest
 
-from rota import JobState, Rota
+from rota import Fail, JobContext, JobState, Rota
 from rota.config import DEFAULT_GRACE
 from service.settings import Settings
 from tests.conftest import Database
@@ -163,6 +165,56 @@ def test_the_unit_stops_a_replica_after_its_grace() -> None:
     assert unit_setting("EnvironmentFile") == "/etc/rota-service/service.env"
 
 
+@pytest.fixture
+def service_modules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """The service imported in this process with the settings of the test (its data directory,
+    the ``ACCOUNTS`` file), and forgotten afterwards; the data directory."""
+    accounts = tmp_path / "accounts.json"
+    accounts.write_text(json.dumps(ACCOUNTS))
+    monkeypatch.setenv("ROTA_DATABASE_URL", f"sqlite:///{tmp_path}/rota.db")
+    monkeypatch.setenv("SERVICE_ACCOUNTS_URL", accounts.as_uri())
+    monkeypatch.setenv("SERVICE_DATA_DIR", str(tmp_path / "data"))
+    for name in [name for name in sys.modules if name.partition(".")[0] == "service"]:
+        monkeypatch.delitem(sys.modules, name)
+    yield tmp_path / "data"
+    for name in [name for name in sys.modules if name.partition(".")[0] == "service"]:
+        del sys.modules[name]
+
+
+def context(task: str, tick: datetime | None) -> JobContext:
+    """A context made by hand, as the worker makes one for the job of ``tick``."""
+    logger = logging.LoggerAdapter(logging.getLogger(f"test.{task}"), {})
+    return JobContext(
+        job_id=1, task=task, queue="default", attempt=1, scheduled_at=tick, logger=logger
+    )
+
+
+def test_each_handler_does_its_tick_once(service_modules: Path) -> None:
+    """Run again for the same tick (at least once), a handler finds its work done."""
+    from service.tasks.cleanup import purge_old_files
+    from service.tasks.reports import daily_report
+    from service.tasks.sync import sync_accounts
+
+    tick = datetime(2026, 3, 2, 6, 0, tzinfo=timezone.utc)
+    assert sync_accounts(context("sync_accounts", tick)) == {
+        "snapshot": "accounts-20260302T060000Z.json",
+        "accounts": 3,
+    }
+    assert sync_accounts(context("sync_accounts", tick))["skipped"] is True
+    report = daily_report(context("daily_report", tick + timedelta(minutes=1)))
+    assert report == {"report": "report-20260302T060100Z.json", "accounts": 3}
+    assert daily_report(context("daily_report", tick + timedelta(minutes=1)))["skipped"] is True
+    with pytest.raises(Fail, match="no accounts snapshot yet"):
+        daily_report(context("daily_report", tick - timedelta(minutes=1)))
+    with pytest.raises(Fail, match="runs on a schedule's tick"):
+        daily_report(context("daily_report", None))
+
+    cleanup = tick + timedelta(days=14, minutes=1)  # the report is 14 days old, not older
+    assert purge_old_files(context("purge_old_files", cleanup)) == {"removed": 1}
+    assert purge_old_files(context("purge_old_files", cleanup)) == {"removed": 0}
+    assert [path.name for path in service_modules.rglob("*.json")] == [report["report"]]
+
+
 SHOW_TASKS = """
 import json, sys
 import service.tasks
@@ -199,11 +251,18 @@ def test_importing_the_tasks_alone_registers_every_task(db: Database, tmp_path: 
 
 
 FAIL_TWICE = """
+import time
 from service.app import rota
 rota.drain()  # the schedules, as a worker's start writes them
 for _ in range(2):
     rota.run_now("daily_report")  # no snapshot yet: the report fails
     rota.drain()
+deadline = time.monotonic() + 30
+while not rota.inspect.jobs(task="post_alert") and time.monotonic() < deadline:
+    time.sleep(0.05)  # the hook runs in the background, after the failure is written
+rota.drain()
+for job in rota.inspect.jobs(task="post_alert"):
+    print(job.id, job.state, job.errors)
 """
 
 
@@ -222,6 +281,7 @@ class Webhook(BaseHTTPRequestHandler):
 
 @pytest.mark.sqlite_only
 def test_a_failing_schedule_posts_one_alert_to_the_webhook(db: Database, tmp_path: Path) -> None:
+    Webhook.received.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Webhook)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -229,19 +289,26 @@ def test_a_failing_schedule_posts_one_alert_to_the_webhook(db: Database, tmp_pat
         url = f"http://127.0.0.1:{server.server_address[1]}/hook"
         env = service_environment(db, tmp_path, SERVICE_ALERT_WEBHOOK=url)
         env.pop("ROTA_AUTO_MIGRATE")
-        subprocess.run(
-            [sys.executable, "-c", FAIL_TWICE], cwd=EXAMPLE, env=env, timeout=60, check=True
+        done = subprocess.run(
+            [sys.executable, "-c", FAIL_TWICE],
+            cwd=EXAMPLE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     finally:
         server.shutdown()
         server.server_close()
+    assert done.returncode == 0, done.stdout + done.stderr
     assert env["ROTA_ALERT_AFTER_FAILURES"] == "2"
     assert Webhook.received == [
         {
             "text": "schedule daily_report is failing: FAILED_BY_HANDLER: no accounts snapshot "
             "yet: run `rota run-now sync_accounts`"
         }
-    ]
+    ], done.stdout + done.stderr
 
 
 @pytest.mark.slow
@@ -297,16 +364,22 @@ def test_two_replicas_run_each_tick_once(mariadb: Database, tmp_path: Path) -> N
         logs = "\n".join(path.read_text() for path in sorted(tmp_path.glob("*.log")))
         assert logs.count("worker.stopped") == 2, logs
         jobs = rota.inspect.jobs(limit=None)
-        assert sorted((job.task, job.state, job.attempt) for job in jobs) == [
-            ("daily_report", JobState.SUCCEEDED, 1),
-            ("sync_accounts", JobState.SUCCEEDED, 1),
-        ], logs
+        runs = Counter((job.task, job.scheduled_at) for job in jobs)
+        assert set(runs.values()) == {1}, logs  # one job per tick, and per manual run
+        assert {(job.state, job.attempt) for job in jobs} == {(JobState.SUCCEEDED, 1)}, logs
         for job in jobs:
             assert logs.count(f"job.started job_id={job.id} ") == 1, logs
-        (report,) = (tmp_path / "data" / "reports").iterdir()
-        assert json.loads(report.read_text())["pro"] == 2
+        on_the_minute = [at == at.replace(second=0, microsecond=0) for _, at in runs if at]
+        assert on_the_minute.count(False) == 1, logs  # the manual run; every other is a tick
+        reports = sorted((tmp_path / "data" / "reports").iterdir())
+        assert len(reports) == runs_of(runs, "daily_report") >= 1, logs
+        assert json.loads(reports[0].read_text())["by_plan"] == {"pro": 2, "free": 1}
     finally:
         sql_store(rota).engine.dispose()
+
+
+def runs_of(runs: Counter[tuple[str, datetime | None]], task: str) -> int:
+    return sum(count for (name, _), count in runs.items() if name == task)
 
 
 def succeeded(rota: Rota, task: str) -> list[datetime | None]:

@@ -28,5 +28,6 @@ def daily_report(ctx: JobContext) -> dict[str, object]:
         raise Fail("no accounts snapshot yet: run `rota run-now sync_accounts`")
     accounts = json.loads(snapshots[-1].read_text())
     by_plan = Counter(str(account.get("plan", "none")) for account in accounts)
-    write_json(path, {"tick": tick.isoformat(), "snapshot": snapshots[-1].name, **by_plan})
+    report = {"tick": tick.isoformat(), "snapshot": snapshots[-1].name, "by_plan": by_plan}
+    write_json(path, report)
     return {"report": path.name, "accounts": len(accounts)}
