@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +31,8 @@ from typing import ClassVar
 import pytest
 
 from rota import Fail, JobContext, JobState, Rota
-from rota.config import DEFAULT_GRACE
+from rota.config import DEFAULT_GRACE, RotaConfig
+from rota.environment import OTHER_VARIABLES, variable
 from service.settings import Settings
 from tests.conftest import Database
 from tests.helpers import sql_store, wait_until
@@ -156,6 +158,8 @@ def test_the_settings_come_from_the_environment() -> None:
     unit = environment_file()
     assert Settings.from_environ(unit).report_cron == "0 6 * * 1-5"
     assert not [name for name in unit if not name.startswith(("ROTA_", "SERVICE_"))]
+    known = {variable(setting.name) for setting in fields(RotaConfig)} | OTHER_VARIABLES
+    assert {name for name in unit if name.startswith("ROTA_")} <= known
 
 
 def test_the_unit_stops_a_replica_after_its_grace() -> None:
