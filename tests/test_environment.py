@@ -93,3 +93,24 @@ def test_the_documented_table_lists_every_setting() -> None:
         assert f"| `{variable}` | `{item}`" in shown
     for document in ("README.md", "docs/configuration.md"):
         assert shown in (ROOT / document).read_text(), f"{document}: regenerate the table"
+
+
+def test_the_cli_reads_the_table_prefix_and_namespace_from_the_environment(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rota`` commands look where ``Rota()`` in the same environment looks."""
+    import json
+
+    from click.testing import CliRunner
+
+    from rota.cli import main
+
+    monkeypatch.setenv("ROTA_TABLE_PREFIX", "svc_")
+    monkeypatch.setenv("ROTA_NAMESPACE", "billing")
+    rota = Rota(url)
+    rota.schedule("0 3 * * *", "nightly", name="nightly")
+    rota.close()
+    result = CliRunner().invoke(main, ["schedules", "--json", "--url", url])
+    assert [row["name"] for row in json.loads(result.stdout)] == ["nightly"], result.output
+    other = CliRunner().invoke(main, ["schedules", "--json", "--url", url, "--namespace", "x"])
+    assert json.loads(other.stdout) == []

@@ -138,7 +138,15 @@ def stop(processes: list[subprocess.Popen[str]]) -> list[int]:
 
 
 def control(db: Database) -> Rota:
-    return Rota(db.url, table_prefix=db.prefix, auto_migrate=False, connect_timeout=10)
+    """The test's view of the service's database, in the service's namespace."""
+    namespace = environment_file()["ROTA_NAMESPACE"]
+    return Rota(
+        db.url,
+        table_prefix=db.prefix,
+        namespace=namespace,
+        auto_migrate=False,
+        connect_timeout=10,
+    )
 
 
 def test_the_settings_come_from_the_environment() -> None:

@@ -22,6 +22,7 @@ from rota.config import RotaConfig, check_table_prefix, default_url
 from rota.core.escaping import visible, visible_json
 from rota.core.model import MAX_JOB_ID
 from rota.core.names import name_problem
+from rota.environment import variable
 from rota.errors import (
     ConfigError,
     DatabaseUnavailable,
@@ -69,7 +70,8 @@ def database_options(command: F) -> F:
         default=RotaConfig.table_prefix,
         show_default=True,
         callback=_table_prefix,
-        help="Prefix of rota's tables, as Rota(table_prefix=...).",
+        help="Prefix of rota's tables, as Rota(table_prefix=...) (default: $ROTA_TABLE_PREFIX, "
+        "else rota_).",
     )(command)
     return url_options("$ROTA_DATABASE_URL, else sqlite:///rota.db", hosted=True)(command)
 
@@ -139,9 +141,13 @@ def _hosted_url(
 
 
 def _table_prefix(context: click.Context, parameter: click.Parameter, value: str) -> str:
+    """The option, else the hosted application's Rota's prefix, else ``$ROTA_TABLE_PREFIX``
+    (as ``Rota()`` reads it), else the default."""
     host = loading.hosted()
-    if host is not None and context.get_parameter_source("table_prefix") is DEFAULT:
-        return host.rota().config.table_prefix
+    if context.get_parameter_source("table_prefix") is DEFAULT:
+        if host is not None:
+            return host.rota().config.table_prefix
+        value = os.environ.get(variable("table_prefix")) or value
     try:
         return check_table_prefix(value)
     except ConfigError as error:
