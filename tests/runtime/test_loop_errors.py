@@ -76,8 +76,9 @@ def test_whatever_a_handler_raises_is_a_recorded_failure(
     job_id = rota.queue(handler)
     result = rota.drain()
     job = rota.job(job_id)
-    assert (result.failed, job.state, job.lease_owner) == (1, JobState.FAILED, None)
+    assert (result.failed, job.state, job.lease_until) == (1, JobState.FAILED, None)
     (error,) = job.errors
+    assert error.worker is not None and error.worker == job.lease_owner
     assert (error.code, error.type, error.attempt) == ("EXECUTION_FAILED", error_type, 1)
     assert handler.__name__ in error.traceback, "the handler's own frame is in the traceback"
 

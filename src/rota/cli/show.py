@@ -143,8 +143,10 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("tick", when(found.scheduled_at)))
     if found.unique_key is not None:
         facts.append(("unique key", found.unique_key))
-    if found.lease_owner is not None:
+    if found.lease_owner is not None and found.lease_until is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
+    elif found.lease_owner is not None:
+        facts.append(("ran on", found.lease_owner))
     if found.snoozes:
         facts.append(("snoozes", str(found.snoozes)))
     if found.depends_on:

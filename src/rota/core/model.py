@@ -75,9 +75,11 @@ class AttemptError:
     type: str
     message: str
     traceback: str = ""
+    worker: str | None = None
+    """The worker that ran the attempt (its lease owner), when one did."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "attempt": self.attempt,
             "at": self.at.isoformat(),
             "code": self.code,
@@ -85,6 +87,7 @@ class AttemptError:
             "message": self.message,
             "traceback": self.traceback,
         }
+        return data if self.worker is None else {**data, "worker": self.worker}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AttemptError:
@@ -95,6 +98,7 @@ class AttemptError:
             type=str(data["type"]),
             message=str(data["message"]),
             traceback=str(data.get("traceback", "")),
+            worker=None if data.get("worker") is None else str(data["worker"]),
         )
 
 
@@ -177,6 +181,8 @@ class Job:
     """A manual run of ``schedule``: ``scheduled_at`` is the moment it was asked for."""
     errors: tuple[AttemptError, ...] = ()
     lease_owner: str | None = None
+    """The worker holding the job's lease while it runs; once it is final, the worker of its
+    last attempt (a job given back to ``pending`` has none)."""
     lease_until: datetime | None = None
     cancel_requested: bool = False
     unique_key: str | None = None

@@ -158,6 +158,7 @@ def _rescue(job: Job, now: datetime, policy: RetryPolicy, rng: random.Random) ->
         message=f"worker {job.lease_owner} stopped renewing its lease"
         if job.lease_until is not None
         else "it was running with no lease, which no worker renews",
+        worker=job.lease_owner,
     )
     return _retry_or_fail(job, (*job.errors, lost), True, now, policy, rng, 0.0)
 

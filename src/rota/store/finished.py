@@ -125,6 +125,7 @@ class SqlFinished:
             "run_at": transition.run_at,
             "finished_at": None,
             "cancel_requested": False,
+            "lease_owner": None,
         }
         if transition.snoozes is not None:
             values["snoozes"] = transition.snoozes

@@ -202,7 +202,8 @@ class SqlJobs:
         transaction repeated after its connection dropped, whose first try had committed."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
-        finished = {**released, "unique_key": None}
+        # A final job keeps its last attempt's worker (``Job.lease_owner``), not its lease.
+        finished = {"lease_until": None, "cancel_requested": False, "unique_key": None}
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied: set[int] = set()
 

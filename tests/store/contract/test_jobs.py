@@ -115,9 +115,10 @@ def test_complete_applies_only_under_the_lease_holders_name(store: Store) -> Non
     assert finished is not None
     assert (finished.state, finished.lease_owner, finished.finished_at) == (
         JobState.SUCCEEDED,
-        None,
+        "w1",  # the worker that ran it; its lease is gone
         START,
     )
+    assert finished.lease_until is None
     later = START + SECOND
     assert len(store.jobs.complete("w1", [done], later)) == 0, "a final state is never left"
     again = store.reads.job(job_id)

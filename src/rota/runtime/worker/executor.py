@@ -224,6 +224,7 @@ class Executor:
             type=f"{type(shown).__module__}.{type(shown).__qualname__}",
             message=message_of(shown)[:MAX_MESSAGE],
             traceback=formatted[-MAX_TRACEBACK:],
+            worker=job.lease_owner,
         )
 
     def _decide(
