@@ -134,11 +134,15 @@ class Rota:
         """
 
         def register(function: F) -> F:
-            fields = {"name": function.__name__, **options}
+            fields = {"name": self._task_name(function), **options}
             self.define_task(TaskDefinition(handler=function, **fields))  # type: ignore[arg-type]
             return function
 
         return register(handler) if handler is not None else register
+
+    def _task_name(self, function: Callable[..., Any]) -> str:
+        """The name ``task`` gives ``function`` when none is given."""
+        return function.__name__
 
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
         """Register a task; with ``cron`` it also gets a schedule named after it at start."""
@@ -252,7 +256,13 @@ class Rota:
         self, requests: Iterable[Enqueue], *, connection: CallerConnection | None = None
     ) -> list[int]:
         """Persist many jobs at once, all or none; return their ids in the order given."""
-        return self._enqueuing.many(list(requests), connection)
+        return self._queue_stamped(list(requests), connection)[0]
+
+    def _queue_stamped(
+        self, requests: list[Enqueue], connection: CallerConnection | None
+    ) -> tuple[list[int], datetime]:
+        """``queue_many``, and the ``created_at`` the jobs were written with (as stored)."""
+        return self._enqueuing.stamped(requests, connection)
 
     async def aqueue(self, task: str | Handler, /, *positional: Any, **options: Any) -> int:
         """``queue`` for async code: the database round trip runs in a thread."""

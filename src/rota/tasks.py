@@ -6,7 +6,7 @@ import difflib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -266,6 +266,9 @@ class TaskRegistry:
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskDefinition] = {}
+        self.also_serve: Callable[[], Iterable[str]] = tuple
+        """Queues a worker serves by default beside its tasks' own, asked at each use (a
+        Django project's ``TASKS[...]["QUEUES"]``, which a task may be sent to by name)."""
 
     def add(self, definition: TaskDefinition) -> None:
         existing = self._tasks.get(definition.name)
@@ -294,7 +297,8 @@ class TaskRegistry:
         return sorted(self._tasks)
 
     def queues(self) -> list[str]:
-        return sorted({DEFAULT_QUEUE, *(task.queue for task in self._tasks.values())})
+        declared = (task.queue for task in self._tasks.values())
+        return sorted({DEFAULT_QUEUE, *declared, *self.also_serve()})
 
     def __iter__(self) -> Iterator[TaskDefinition]:
         return iter(self._tasks.values())

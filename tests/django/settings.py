@@ -4,7 +4,8 @@
 could not open), ``mariadb`` and ``postgres`` are the servers of ``tests.conftest.SERVERS``.
 Their test databases are named after this process, so that two test runs on one server never
 drop each other's. ``$ROTA_TEST_DJANGO_DIR`` and ``$ROTA_TEST_DJANGO_PREFIX`` let a
-``manage.py`` started by a test share its files and tables.
+``manage.py`` started by a test share its files and tables; ``$ROTA_TEST_DJANGO_TASKS`` gives
+it a ``TASKS`` on ``RotaBackend`` and Django's task log lines on its output.
 """
 
 from __future__ import annotations
@@ -59,3 +60,17 @@ ROTA = {
     "POLL_INTERVAL": 0.05,
     "CONNECT_TIMEOUT": 5,
 }
+
+if os.environ.get("ROTA_TEST_DJANGO_TASKS"):
+    TASKS = {
+        "default": {
+            "BACKEND": "rota.contrib.django.backend.RotaBackend",
+            "QUEUES": ["default", "reports"],
+        }
+    }
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "handlers": {"console": {"class": "logging.StreamHandler"}},
+        "loggers": {"django.tasks": {"handlers": ["console"], "level": "INFO"}},
+    }

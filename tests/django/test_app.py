@@ -25,6 +25,8 @@ from tests.helpers import sql_store, wait_until
 
 MANAGE = Path(__file__).with_name("manage.py")
 ROOT = MANAGE.parents[2]
+SETTINGS_MODULE = "tests.django.shop.tasks.settings_module"
+"""The task of ``shop/tasks.py``, named by its module path."""
 
 
 @pytest.fixture
@@ -50,9 +52,32 @@ def test_tasks_modules_are_discovered_and_run_as_requests() -> None:
     from rota.contrib.django import rota
 
     assert rota is get_rota()
-    definition = rota.registry.get("settings_module")
+    definition = rota.registry.get(SETTINGS_MODULE)
     assert isinstance(definition, RequestTask)  # a sync handler between close_old_connections
     assert definition.handler.__module__ == "tests.django.shop.tasks"
+
+
+def receipt(ctx: JobContext) -> str:
+    """A handler of the same name as ``tests.django.shop.jobs.receipt``."""
+    return "test_app"
+
+
+@pytest.mark.parametrize("alias", on("sqlite", "mariadb", "postgres"))
+def test_tasks_are_named_by_module_path_so_two_apps_may_share_a_name(
+    make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    from tests.django.shop import jobs
+
+    rota = make_rota(alias)
+    rota.task(receipt)
+    rota.task(retries=0)(jobs.receipt)  # no ConfigError: another task
+    assert rota.task(name="short")(receipt) is receipt  # name= still wins
+    names = ["tests.django.shop.jobs.receipt", "tests.django.test_app.receipt", "short"]
+    assert sorted(rota.registry.names()) == sorted(names)
+    ids = [rota.queue(jobs.receipt), rota.queue("tests.django.test_app.receipt")]
+    assert [rota.job(job).task for job in ids] == names[:2]
+    assert rota.drain().succeeded == 2
+    assert [rota.result(job) for job in ids] == ["shop", "test_app"]
 
 
 @pytest.mark.parametrize("alias", on("sqlite"))
@@ -94,7 +119,7 @@ def test_a_rota_built_before_django_switched_databases_says_so(
     built_on = rota.config.url
     monkeypatch.setitem(connections[alias].settings_dict, "NAME", "/elsewhere/other.sqlite3")
     with pytest.raises(ConfigError, match="a test database"):
-        rota.queue("settings_module")
+        rota.queue(SETTINGS_MODULE)
     assert rota.config.url == built_on
 
 
@@ -106,10 +131,10 @@ def test_migrate_check_and_jobs_through_call_command(project_rota: DjangoRota, a
     assert report["ok"] is True
     assert report["database"].startswith("sqlite database")
     assert manage("jobs") == "no jobs\n"
-    job = project_rota.queue("settings_module")
+    job = project_rota.queue(SETTINGS_MODULE)
     listed = json.loads(manage("jobs", "--json"))
     assert [(row["id"], row["task"], row["state"]) for row in listed] == [
-        (job, "settings_module", "pending")
+        (job, SETTINGS_MODULE, "pending")
     ]
     assert project_rota.drain().succeeded == 1
     assert json.loads(manage("job", str(job), "--json"))["result"] == "tests.django.settings"
@@ -150,7 +175,7 @@ def shared(tmp_path: Path) -> Iterator[tuple[Rota, dict[str, str]]]:
 @pytest.mark.slow
 def test_manage_py_rota_worker_runs_the_projects_tasks(shared: tuple[Rota, dict[str, str]]) -> None:
     rota, env = shared
-    job = rota.queue("settings_module")
+    job = rota.queue(SETTINGS_MODULE)
     worker = subprocess.Popen(
         [sys.executable, str(MANAGE), "rota", "worker", "--grace", "5"],
         cwd=ROOT,

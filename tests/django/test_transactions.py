@@ -46,7 +46,7 @@ def shop(make_rota: Callable[..., DjangoRota], alias: str) -> DjangoRota:
     SQLite, rota's own connection would wait for Django's write lock)."""
     rota = make_rota(alias)
 
-    @rota.task
+    @rota.task(name="ship")
     def ship(ctx: JobContext, order: int) -> int:
         return int(Order.objects.using(alias).filter(id=order).count())
 

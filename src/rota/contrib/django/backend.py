@@ -21,14 +21,16 @@ tasks are rota jobs, run by ``manage.py rota worker``::
   a task that is not a Django task of this process, is ``TaskResultDoesNotExist``.
 - Arguments and return values are normalised as Django's own backends do (tuples become lists;
   anything JSON cannot hold is Django's ``TypeError`` at enqueue, a failure at return).
+- ``enqueue``'s result has the job's ``created_at`` as ``enqueued_at``, the value
+  ``get_result`` reads back.
 - ``OPTIONS["ROTA"]``: the import path of the ``Rota`` to use, by default the project's
   (``rota.contrib.django.rota``).
 
-A worker serves the queues of its tasks as their decorators set them (``rota.contrib.django``);
-a job put on another queue by ``using(queue_name=...)`` needs a worker for that queue
-(``ROTA["QUEUES"]`` or ``manage.py rota worker --queues``). Django's ``task_enqueued`` signal is
-sent; ``task_started`` and ``task_finished`` are not (rota's ``job.*`` events are their
-counterparts, ``rota.on``).
+A worker of the Rota serves, unless told which queues to serve, every queue of ``QUEUES``
+beside its tasks' own (``DjangoRota``), so a task sent to one of them by
+``using(queue_name=...)`` runs. Django's signals are sent: ``task_enqueued`` by ``enqueue``,
+``task_started`` and ``task_finished`` by the worker, once the start or the end is committed
+(``backend_signals``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from rota.app import Rota
-from rota.contrib.django import backend_jobs
+from rota.contrib.django import backend_jobs, backend_signals
 from rota.contrib.django.backend_api import (
     BaseTaskBackend,
     InvalidTask,
@@ -51,6 +53,7 @@ from rota.contrib.django.backend_api import (
     normalize_json,
     task_enqueued,
 )
+from rota.enqueue import Enqueue
 from rota.errors import InvalidArguments, JobNotFound
 
 P = ParamSpec("P")
@@ -91,7 +94,9 @@ class RotaBackend(BaseTaskBackend):
         """Django's checks, then the task's function is defined on the Rota: every process
         that imports the task (a worker included) can run its jobs."""
         super().validate_task(task)
-        backend_jobs.register(task, self.rota, self.alias, self._retries)
+        rota = self.rota
+        backend_jobs.register(task, rota, self.alias, self._retries)
+        backend_signals.connect(rota, self.alias, type(self))
 
     def enqueue(
         self, task: Task[P, R], args: list[Any], kwargs: dict[str, Any]
@@ -103,22 +108,23 @@ class RotaBackend(BaseTaskBackend):
         run_at = task.run_after
         if run_at is not None and timezone.is_naive(run_at):  # USE_TZ = False: local time
             run_at = timezone.make_aware(run_at)
+        request = Enqueue(
+            task.module_path,
+            args=tuple(args),
+            kwargs=kwargs,
+            queue=task.queue_name,
+            priority=backend_jobs.rota_priority(task.priority),
+            run_at=run_at,
+        )
         try:
-            job_id = rota.queue(
-                task.module_path,
-                args=tuple(args),
-                kwargs=kwargs,
-                queue=task.queue_name,
-                priority=backend_jobs.rota_priority(task.priority),
-                run_at=run_at,
-            )
+            [job_id], enqueued_at = rota._queue_stamped([request], None)
         except InvalidArguments as exc:  # a queue name or a payload rota refuses
             raise InvalidTask(str(exc)) from exc
         result: TaskResult[P, R] = TaskResult(
             task=task,
             id=str(job_id),
             status=TaskResultStatus("READY"),
-            enqueued_at=rota.clock.now(),
+            enqueued_at=enqueued_at,  # the job's created_at, as get_result reads it
             started_at=None,
             finished_at=None,
             last_attempted_at=None,

@@ -16,7 +16,7 @@ if TYPE_CHECKING or django.VERSION >= (6, 0):
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
-    from django.tasks.signals import task_enqueued
+    from django.tasks.signals import task_enqueued, task_finished, task_started
     from django.utils.json import normalize_json
 else:
     from django_tasks import TaskContext, TaskResult, TaskResultStatus, task, task_backends
@@ -24,7 +24,7 @@ else:
     from django_tasks.backends.base import BaseTaskBackend
     from django_tasks.base import Task, TaskError
     from django_tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
-    from django_tasks.signals import task_enqueued
+    from django_tasks.signals import task_enqueued, task_finished, task_started
     from django_tasks.utils import normalize_json
 
     # django-tasks 0.12 names it InvalidTaskError; its next release takes Django's name.
@@ -44,4 +44,6 @@ __all__ = [
     "task",
     "task_backends",
     "task_enqueued",
+    "task_finished",
+    "task_started",
 ]

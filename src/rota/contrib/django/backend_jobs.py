@@ -92,9 +92,10 @@ def result_of(known: Task[..., Any], job: Job, alias: str) -> TaskResult[..., An
     """The Django result of ``job``, a job of ``known``'s function.
 
     rota keeps one start time (the last attempt's), so ``started_at`` and ``last_attempted_at``
-    are both it; and it forgets which worker ran an attempt once the attempt ended, so
-    ``worker_ids`` has an entry per attempt (``attempts`` is right) naming only the worker of a
-    running one. ``run_after`` is the job's ``run_at`` when that was later than its creation."""
+    are both it. ``worker_ids`` has an entry per attempt (``attempts`` is right): the worker of
+    each failed attempt is on its error, that of the last one (running or final) is the job's
+    lease owner; an attempt whose worker rota did not record is ``""``. ``run_after`` is the
+    job's ``run_at`` when that was later than its creation."""
     run_after: datetime | None = job.run_at if job.run_at > job.created_at else None
     task = dataclasses.replace(
         known,
@@ -103,9 +104,10 @@ def result_of(known: Task[..., Any], job: Job, alias: str) -> TaskResult[..., An
         run_after=run_after,
         backend=alias,
     )
-    workers = [""] * job.attempt
-    if job.state is JobState.RUNNING and job.lease_owner and workers:
-        workers[-1] = job.lease_owner
+    ran_on = {error.attempt: error.worker for error in job.errors if error.worker}
+    if job.lease_owner and job.attempt:
+        ran_on[job.attempt] = job.lease_owner
+    workers = [ran_on.get(attempt, "") for attempt in range(1, job.attempt + 1)]
     result: TaskResult[..., Any] = TaskResult(
         task=task,
         id=str(job.id),

@@ -9,18 +9,22 @@ the test database included. ``queue`` checks that this is still the database it 
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from rota.app import Rota
 from rota.contrib.django import connections as django_connections
-from rota.contrib.django import options
+from rota.contrib.django import discovery, options
 from rota.contrib.django.databases import backend_driver, database_url
 from rota.core.events import EventName
+from rota.core.model import DrainResult
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
 from rota.observe.events import EventLog, Hook
@@ -87,6 +91,8 @@ class DjangoRota(Rota):
         self._early = EventLog()
         """Checks the hooks' event names when they are registered, not at the build."""
         self.registry = TaskRegistry()
+        self._tried: set[str] = set()
+        """Task names of jobs looked into by ``discovery`` (once each)."""
 
     def __getattr__(self, name: str) -> Any:
         """Only what ``Rota.__init__`` sets can be missing: build (or wait for the thread that
@@ -110,11 +116,47 @@ class DjangoRota(Rota):
                 raise
             for definition in registry:
                 self.registry.add(definition)
+            self.registry.also_serve = self._task_queues
+            every = max(1.0, 10 * self.config.poll_interval)
+            discovery.watch(self, self._find_named_tasks, every)
             for event, hook in hooks:
                 self.events.on(event, hook)
             self._alias = chosen.database
             self._where = _where(connections[chosen.database].settings_dict)
             self._state = BUILT
+
+    def _task_backends(self) -> list[Any]:
+        """The ``django.tasks`` backends of ``TASKS`` that send their tasks to this Rota."""
+        mine = []
+        for alias, params in getattr(settings, "TASKS", {}).items():
+            if not _is_rota_backend(params.get("BACKEND")):
+                continue
+            from rota.contrib.django.backend_api import task_backends
+
+            backend = task_backends[alias]
+            if getattr(backend, "rota", None) is self:
+                mine.append(backend)
+        return mine
+
+    def _task_queues(self) -> list[str]:
+        """The ``QUEUES`` of this Rota's ``django.tasks`` backends: a task may be sent to any
+        of them (``using(queue_name=...)``), so a worker serves them all unless told which
+        queues to serve."""
+        return [queue for backend in self._task_backends() for queue in backend.queues]
+
+    def _find_named_tasks(self) -> list[str]:
+        """The ``django.tasks`` tasks of pending jobs, defined outside a ``tasks.py``, that this
+        process now knows (``discovery``)."""
+        if not self._task_backends():
+            return []
+        return discovery.find_named(self, self._tried)
+
+    async def adrain(self, queue: str | None = None) -> DrainResult:
+        """``Rota.adrain``, once the ``django.tasks`` tasks of pending jobs defined outside a
+        ``tasks.py`` are found (as a worker finds them while it runs)."""
+        self._build()
+        await asyncio.to_thread(self._find_named_tasks)
+        return await super().adrain(queue)
 
     def prepare(self) -> None:
         """Connect and check the schema (make it, with ``auto_migrate``) now, as the first use
@@ -127,6 +169,11 @@ class DjangoRota(Rota):
         at the ASGI lifespan's start-up)."""
         self._build()
         self._readiness.ensure_ready()
+
+    def _task_name(self, function: Callable[..., Any]) -> str:
+        """A function's module path (``shop.tasks.send_email``), as Django names its own tasks:
+        two apps' ``send_email`` are two tasks."""
+        return f"{function.__module__}.{function.__qualname__}"
 
     def define_task(self, definition: TaskDefinition) -> TaskDefinition:
         with self._building:  # never into the registry a build is replacing
@@ -145,6 +192,11 @@ class DjangoRota(Rota):
     ) -> list[int]:
         """``Rota.queue_many``; inside a transaction of Django's on the Rota's database (and
         without a ``connection`` of the caller's), the jobs are written in that transaction."""
+        return self._queue_stamped(list(requests), connection)[0]
+
+    def _queue_stamped(
+        self, requests: list[Enqueue], connection: CallerConnection | None
+    ) -> tuple[list[int], datetime]:
         self._build()
         self._check_database()
         lent = (
@@ -153,9 +205,9 @@ class DjangoRota(Rota):
             else django_connections.transaction_connection(self._alias)
         )
         if lent is None:
-            return super().queue_many(requests, connection=connection)
+            return super()._queue_stamped(requests, connection)
         with self.store.borrow(lent) as borrowed:
-            return super().queue_many(requests, connection=borrowed)
+            return super()._queue_stamped(requests, borrowed)
 
     def _check_database(self) -> None:
         now = _where(connections[self._alias].settings_dict)
@@ -170,3 +222,16 @@ class DjangoRota(Rota):
 def _where(database: Mapping[str, Any]) -> tuple[str, str, str]:
     """What tells one database of a Django connection from another."""
     return (str(database.get("NAME")), str(database.get("HOST")), str(database.get("PORT")))
+
+
+def _is_rota_backend(path: object) -> bool:
+    """Whether ``path`` (a ``TASKS`` entry's ``BACKEND``) names ``RotaBackend`` or a subclass."""
+    if not isinstance(path, str):
+        return False
+    try:
+        from rota.contrib.django.backend import RotaBackend
+
+        found = import_string(path)
+    except ImportError:  # no tasks framework installed, or a backend that is not there
+        return False
+    return isinstance(found, type) and issubclass(found, RotaBackend)

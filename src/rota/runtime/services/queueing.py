@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from contextlib import nullcontext
+from datetime import datetime
 
 from rota.core.model import WorkerInfo
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
@@ -25,8 +26,15 @@ class Enqueuing:
         self.gate = gate
 
     def many(self, requests: Sequence[Enqueue], connection: CallerConnection | None) -> list[int]:
+        return self.stamped(requests, connection)[0]
+
+    def stamped(
+        self, requests: Sequence[Enqueue], connection: CallerConnection | None
+    ) -> tuple[list[int], datetime]:
+        """``many``, and the moment written as the jobs' ``created_at`` (stored exactly: every
+        dialect keeps microseconds), for a caller that reports it without reading it back."""
         if not requests:
-            return []
+            return [], self.clock.now()
         targets = functools.cache(self.target)
         span = self.telemetry.enqueue(task_names(requests)) if self.telemetry else nullcontext()
         with span as trace:
@@ -35,7 +43,7 @@ class Enqueuing:
             self.gate.ensure_ready()
             ids = self.store.jobs.enqueue(jobs, now, connection=connection)
         self.gate.wake_worker()
-        return ids
+        return ids, now
 
     def target(self, task: str | Handler) -> Target:
         """The task a request names; a name only another service defines goes to the queue a
