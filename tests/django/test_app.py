@@ -9,15 +9,18 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from django.core.management import call_command
 from django.db import connections
 
 from rota import ConfigError, JobContext, Rota
+from rota.cli import main as cli_main
 from rota.contrib.django import DjangoRota, get_rota, project
 from rota.contrib.django.connections import RequestTask
 from tests.django.conftest import on, prefix
@@ -140,6 +143,17 @@ def test_migrate_check_and_jobs_through_call_command(project_rota: DjangoRota, a
     assert json.loads(manage("job", str(job), "--json"))["result"] == "tests.django.settings"
 
 
+@pytest.mark.parametrize("command", ["worker", "dashboard"])
+def test_help_of_commands_taking_app_leaves_app_out(command: str) -> None:
+    """``manage.py rota worker`` runs the project's Rota: its usage and help have no APP,
+    which ``rota worker --help`` keeps."""
+    shown = manage(command, "--help")
+    assert shown.startswith(f"Usage: manage.py rota {command} [OPTIONS]\n"), shown
+    assert "APP" not in shown and "project's Rota" in shown
+    plain = CliRunner().invoke(cli_main, [command, "--help"], prog_name="rota")
+    assert f"rota {command} [OPTIONS] [APP]" in plain.output and "Rota at APP" in plain.output
+
+
 @pytest.mark.parametrize("alias", on("sqlite"))
 def test_errors_exit_as_rota_does(
     project_rota: DjangoRota, alias: str, capsys: pytest.CaptureFixture[str]
@@ -191,3 +205,42 @@ def test_manage_py_rota_worker_runs_the_projects_tasks(shared: tuple[Rota, dict[
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=30)
     assert worker.returncode == 0, output
+
+
+@pytest.mark.slow
+def test_manage_py_rota_worker_runs_django_tasks_of_any_module_and_queue_and_logs_them(
+    shared: tuple[Rota, dict[str, str]],
+) -> None:
+    """With ``TASKS`` on ``RotaBackend``: a job of a task defined outside ``tasks.py`` (here
+    written by name, as a web process that imported it writes it), on a queue of ``QUEUES``
+    that no task declares, is run by a real worker, which logs Django's lines for it."""
+    rota, env = shared
+    job = rota.queue("tests.django.shop.jobs.shout", "hi", queue="reports")
+    worker = subprocess.Popen(
+        [sys.executable, str(MANAGE), "rota", "worker", "--grace", "5"],
+        cwd=ROOT,
+        env={**env, "ROTA_TEST_DJANGO_TASKS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    assert worker.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(worker.stdout or ()), daemon=True)
+    reader.start()
+    path = "path=tests.django.shop.jobs.shout"
+    try:
+        wait_until(lambda: rota.job(job).state.value == "succeeded", timeout=30)
+        assert rota.result(job) == "HI"
+        assert rota.job(job).lease_owner
+        # task_finished is sent by a hook after the commit the test just saw
+        wait_until(lambda: any(f"{path} state=SUCCESSFUL" in line for line in lines), timeout=10)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        reader.join(timeout=10)
+        worker.stdout.close()
+    output = "".join(lines)
+    assert worker.returncode == 0, output
+    assert f"Task id={job} {path} state=RUNNING" in output, output
+    assert f"Task id={job} {path} state=SUCCESSFUL" in output, output

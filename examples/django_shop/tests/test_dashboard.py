@@ -96,18 +96,18 @@ def test_the_dashboards_forms_need_their_csrf_token(rota: DjangoRota, browser: B
     logged_in(browser, User.objects.create_user("boss", password=PASSWORD, is_staff=True))
     page = browser.get("/rota/schedules")
     (token, *_) = TOKEN.findall(page.text)
-    action = "/rota/schedules/cancel_stale_orders/pause"
+    action = "/rota/schedules/orders.tasks.cancel_stale_orders/pause"
 
     assert browser.post(action, data={"csrf_token": "forged"}).status_code == 403
     other = logged_in(Browser(), User.objects.create_user("other", is_staff=True))
     assert other.post(action, data={"csrf_token": token}).status_code == 403  # not its session
-    assert rota.schedule_history("cancel_stale_orders")[0].action.value != "paused"
+    assert rota.schedule_history("orders.tasks.cancel_stale_orders")[0].action.value != "paused"
 
     done = browser.post(action, data={"csrf_token": token, "next": "/rota/schedules"})
     assert (done.status_code, done.headers["location"]) == (303, "/rota/schedules")
-    change = rota.schedule_history("cancel_stale_orders")[0]
+    change = rota.schedule_history("orders.tasks.cancel_stale_orders")[0]
     assert (change.action.value, change.actor) == ("paused", "dashboard:boss")
-    resume = "/rota/schedules/cancel_stale_orders/resume"
+    resume = "/rota/schedules/orders.tasks.cancel_stale_orders/resume"
     assert browser.post(resume, data={"csrf_token": token}).status_code == 303
 
 

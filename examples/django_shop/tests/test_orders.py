@@ -13,7 +13,7 @@ from rota.testing import FakeClock
 
 
 def confirmations(rota: DjangoRota) -> dict[str, int]:
-    return dict(rota.counts().by_task.get("confirm_order", {}))
+    return dict(rota.counts().by_task.get("orders.tasks.confirm_order", {}))
 
 
 def test_an_order_placed_is_confirmed_by_its_job(rota: DjangoRota, browser: Browser) -> None:
@@ -48,7 +48,7 @@ def test_an_order_refused_after_its_job_was_queued_leaves_no_job(
 
 def test_stale_orders_are_cancelled_at_the_next_tick(rota: DjangoRota, clock: FakeClock) -> None:
     product = Product.objects.create(name="kettle", stock=0)
-    (schedule,) = [line for line in rota.jobs() if line.name == "cancel_stale_orders"]
+    (schedule,) = [line for line in rota.jobs() if line.name == "orders.tasks.cancel_stale_orders"]
     assert schedule.cron == "*/15 * * * *"
     assert schedule.next_run is not None
     tick = schedule.next_run

@@ -13,7 +13,7 @@ from types import FrameType
 import click
 
 from rota.cli.common import connected, database_options, url_options
-from rota.cli.loading import child_command, load_app
+from rota.cli.loading import AppCommand, child_command, load_app
 from rota.config import DEFAULT_GRACE, RotaConfig, default_url
 from rota.core.events import EventName
 from rota.errors import RotaError
@@ -67,7 +67,10 @@ def migrated(applied: list[str], revision: str | None) -> str:
     return f"schema at revision {revision}, newer than this rota knows ({head}); nothing applied"
 
 
-@click.command()
+@click.command(
+    cls=AppCommand,
+    hosted_help="Run a worker for the project's Rota until SIGINT or SIGTERM.",
+)
 @click.argument("app", required=False)
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
 @click.option(
@@ -113,10 +116,9 @@ def worker(
     log_level: str,
     log_format: str | None,
 ) -> None:
-    """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR) until SIGINT or SIGTERM.
-
-    APP is required unless an application runs this command with its own Rota
-    (``manage.py rota worker``)."""
+    """Run a worker for the Rota at APP (MODULE:ATTR or PATH.py:ATTR; required unless an
+    application runs this command with its own Rota, as ``manage.py rota``) until SIGINT or
+    SIGTERM."""
     if metrics_port is not None and processes > 1:
         raise click.UsageError("--metrics-port serves one process: not with --processes above 1")
     stop_while_starting()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from rota.cli.loading import load_app
+from rota.cli.loading import AppCommand, load_app
 from rota.environment import DASHBOARD_ALLOWED_HOSTS, DASHBOARD_TOKEN, METRICS_TOKEN
 from rota.errors import ConfigError
 
@@ -52,7 +52,7 @@ def resolve_token(argv: str | None, path: Path | None) -> tuple[str, str] | None
     return argv, "--token"
 
 
-@click.command()
+@click.command(cls=AppCommand, hosted_help="Serve the web dashboard of the project's Rota.")
 @click.argument("app", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(

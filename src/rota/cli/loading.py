@@ -17,6 +17,7 @@ the application's imports, where one line is not enough to find its cause.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -57,6 +58,32 @@ class Host:
     """Its Rota, asked for when a command needs it (it may be built at that moment)."""
     command: tuple[str, ...]
     """What runs this CLI in a child process with the same Rota (``worker --processes``)."""
+
+
+class AppCommand(click.Command):
+    """A command taking the Rota as its APP argument. Run by an application with its own
+    Rota (``manage.py rota``), where APP does not apply, its usage leaves APP out and its help
+    opens with ``hosted_help`` instead of the docstring's first paragraph."""
+
+    def __init__(self, *args: Any, hosted_help: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hosted_help = hosted_help
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [p for p in pieces if p != "[APP]"] if ctx.find_object(Host) else pieces
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if ctx.find_object(Host) is None:
+            super().format_help_text(ctx, formatter)
+            return
+        rest = (self.help or "").split("\n\n", 1)[1:]
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(self.hosted_help)
+            for paragraph in rest:
+                formatter.write_paragraph()
+                formatter.write_text(inspect.cleandoc(paragraph))
 
 
 def hosted() -> Host | None:
