@@ -4,8 +4,9 @@ A worker runs only the tasks registered in its own code (DESIGN, "Concepts"), ne
 named by a row. So each Django ``Task`` the backend validates, which Django does when the
 ``@task`` decorator makes it (at the import of the app's ``tasks.py``, which autodiscovery does
 in every process), becomes a rota task named after the function's module path, whose handler
-calls that function. A job of a Django task no deployed worker imports waits, flagged by
-``rota check`` like any job of an unknown task.
+calls that function. A worker that has not imported a task's module finds it from the job's
+name when the project declared it (``backend_modules``); any other job of a task no deployed
+worker knows waits, flagged by ``rota check`` like any job of an unknown task.
 """
 
 from __future__ import annotations
