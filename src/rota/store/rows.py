@@ -35,6 +35,7 @@ from rota.core.model import (
     Progress,
     WorkerInfo,
 )
+from rota.core.overlap import Overlap
 from rota.core.schedules import (
     Schedule,
     ScheduleAction,
@@ -297,7 +298,11 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
     for column in ("priority", "version", "failures"):
         if not _integer(data[column]):
             problems.append(f"its {column} {data[column]!r} is not an integer")
-    if source is None or state is None or problems:
+    overlap = _member(Overlap, data["overlap"], "overlap", problems)
+    code_overlap = None
+    if data["code_overlap"] is not None:
+        code_overlap = _member(Overlap, data["code_overlap"], "code_overlap", problems)
+    if source is None or state is None or overlap is None or problems:
         return UnreadableRow("schedule", data["name"], "; ".join(problems))
     spec = ScheduleSpec(
         name=data["name"],
@@ -308,6 +313,7 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
         queue=data["queue"],
         priority=data["priority"],
         source=source,
+        overlap=overlap,
     )
     return Schedule(
         spec=spec,
@@ -318,6 +324,7 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
         updated_at=data["updated_at"],
         code_cron=data["code_cron"],
         code_tz=data["code_tz"],
+        code_overlap=code_overlap,
         version=data["version"],
         failures=data["failures"],
         failing=bool(data["failing"]),
