@@ -185,16 +185,20 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
             click.echo(textwrap.indent(traceback, "    "))
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @database_options
 @json_option
-def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
+@click.pass_context
+def schedules(ctx: click.Context, url: str | None, table_prefix: str, as_json: bool) -> None:
     """List cron schedules: rule, zone, next run (in the zone), last run, runs and failures of
-    the last 24 hours, state, overlap policy.
+    the last 24 hours, state, overlap policy.  `rota schedules apply FILE` makes their
+    overrides match a file.
 
     An overridden code schedule shows the code's rule beside the one in force; a schedule whose
     last ticks failed in a row is marked failing.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     with connected(url, table_prefix) as rota:
         now = rota.clock.now()
         found = rota.inspect.schedules()
