@@ -38,8 +38,6 @@ from rota.core.model import (
 from rota.core.overlap import Overlap
 from rota.core.schedules import (
     Schedule,
-    ScheduleAction,
-    ScheduleChange,
     ScheduleSource,
     ScheduleSpec,
     ScheduleState,
@@ -337,31 +335,6 @@ def _member(kind: type[E], stored: object, column: str, problems: list[str]) -> 
     except ValueError:
         problems.append(f"its {column} {stored!r} is not one this rota knows")
         return None
-
-
-def to_change(data: Mapping[Any, Any]) -> ScheduleChange:
-    return ScheduleChange(
-        schedule=data["schedule"],
-        at=data["at"],
-        action=ScheduleAction(data["action"]),
-        actor=data["actor"],
-        old=json.loads(data["old"]) if data["old"] else None,
-        new=json.loads(data["new"]) if data["new"] else None,
-    )
-
-
-def change_values(change: ScheduleChange) -> dict[str, Any]:
-    def encoded(value: Mapping[str, Any] | None) -> str | None:
-        return None if value is None else json.dumps(dict(value), sort_keys=True)
-
-    return {
-        "schedule": change.schedule,
-        "at": change.at,
-        "action": change.action.value,
-        "actor": change.actor,
-        "old": encoded(change.old),
-        "new": encoded(change.new),
-    }
 
 
 def aware(value: datetime | None) -> datetime | None:
