@@ -137,7 +137,7 @@ CALLS: dict[str, Callable[[Store], object]] = {
 }
 
 
-def unfinished_runs(store: Store) -> list[int]:
+def unfinished_runs(store: Store) -> tuple[list[int], set[datetime]]:
     assert isinstance(store, SqlStore)
     with store.engine.connect() as connection:
         return store.schedules.overlap.unfinished(connection, "a", [START])

@@ -35,9 +35,10 @@ class SqlOverlap:
 
     def unfinished(
         self, connection: Connection, schedule: str, ticks: Sequence[datetime]
-    ) -> list[int]:
+    ) -> tuple[list[int], set[datetime]]:
         """The ids of the schedule's jobs (ticks and manual runs) not yet final, except the
-        jobs of ``ticks`` themselves (another instance's, of the same ticks)."""
+        jobs of ``ticks`` themselves; and those of ``ticks`` that already have their job (a
+        tick fired again after a resume, or by another instance), which are no new run."""
         jobs = self.jobs
         newest = (
             select(jobs.c.id, jobs.c.state, jobs.c.scheduled_at, jobs.c.tick)
@@ -46,11 +47,15 @@ class SqlOverlap:
             .limit(RECENT)
         )
         planned = set(ticks)
-        return [
-            job_id
-            for job_id, state, at, tick in connection.execute(newest)
-            if state in UNFINISHED and not (tick and aware(at) in planned)
-        ]
+        unfinished: list[int] = []
+        fired: set[datetime] = set()
+        for job_id, state, at, tick in connection.execute(newest):
+            moment = aware(at)
+            if tick and moment is not None and moment in planned:
+                fired.add(moment)
+            elif state in UNFINISHED:
+                unfinished.append(job_id)
+        return unfinished, fired
 
     def hold(
         self, connection: Connection, schedule: str, decision: Decision

@@ -200,11 +200,10 @@ class SqlSchedules:
 
         def work(connection: Connection) -> Decision | None:
             ticks = [job.scheduled_at for job in jobs if job.scheduled_at is not None]
-            unfinished = (
-                self.overlap.unfinished(connection, schedule.name, ticks)
-                if jobs and policy is not Overlap.ALLOW
-                else []
-            )
+            unfinished: list[int] = []
+            if jobs and policy is not Overlap.ALLOW:
+                unfinished, fired = self.overlap.unfinished(connection, schedule.name, ticks)
+                ticks = [tick for tick in ticks if tick not in fired]
             decision = decide(policy, ticks, unfinished)
             kept = [job for job in jobs if job.scheduled_at in decision.enqueue]
             changes: dict[str, Any] = {"next_run_at": next_run}

@@ -103,3 +103,22 @@ def test_allow_lets_both_runs_start_at_once(store: Store, schedules: ScheduleSto
     assert claim(store, now=SECOND_TICK) == [second], "free beside the running one"
     assert [c.action for c in schedules.history_of("nightly")] == [ScheduleAction.CREATED]
     assert state(store, first) is JobState.RUNNING
+
+
+def test_a_tick_that_already_has_its_job_is_no_run_to_give_way_to(
+    store: Store, schedules: ScheduleStore
+) -> None:
+    """A resumed schedule plans again the tick it had fired: its finished job is neither a new
+    run nor a reason to skip the next tick of the same pass."""
+    schedule = upsert(schedules, spec(cron="* * * * *"), START, START)
+    assert schedules.fire(schedule, SECOND_TICK, tick(START), START)
+    (first,) = [job.id for job in store.reads.jobs()]
+    store.jobs.complete("w1", [outcome(claimed(store, first), VerdictKind.SUCCEEDED)], START)
+    again = schedules.get("nightly")
+    assert again is not None
+    both = [*tick(START), *tick(SECOND_TICK)]
+    decision = schedules.fire(replace(again, next_run_at=START), SECOND_TICK, both, SECOND_TICK)
+    assert decision is None, "the CAS on next_run_at still guards the pass"
+    decision = schedules.fire(again, SECOND_TICK + MINUTE, both, SECOND_TICK)
+    assert decision is not None and (decision.enqueue, decision.skipped) == ((SECOND_TICK,), ())
+    assert sorted(job.scheduled_at for job in store.reads.jobs()) == [START, SECOND_TICK]
