@@ -132,9 +132,8 @@ def _table(name: str, table: Any, problems: list[str]) -> Declared | None:
 
 def plan(declared: Sequence[Declared], schedules: Sequence[Schedule], prune: bool) -> list[Step]:
     """The steps that make ``schedules`` (every schedule of the database) match the file, by
-    schedule name; none for a schedule that already does.  ``ScheduleFileError`` for a name no
-    schedule has, a schedule that has ended (disabled or cancelled), or a rule that does not
-    hold together (a cron valid in one zone only is not a case: zones do not change fields)."""
+    schedule name; none for a schedule that already does.  ``ScheduleFileError`` naming every
+    table whose schedule does not exist or has ended (disabled or cancelled)."""
     found = {schedule.name: schedule for schedule in schedules}
     problems: list[str] = []
     steps: list[Step] = []
@@ -171,7 +170,7 @@ def _step(schedule: Schedule, entry: Declared) -> Step:
         start[2] if entry.overlap is None else entry.overlap,
     )
     lines = [
-        f"{schedule.name}: {key} {before} -> {after}{_kind(schedule, wanted, base)}"
+        f"{schedule.name}: {key} {before} -> {after}{_kind(wanted, base)}"
         for key, before, after in zip(("cron", "tz", "overlap"), current, wanted, strict=True)
         if before != after
     ]
@@ -184,7 +183,7 @@ def _step(schedule: Schedule, entry: Declared) -> Step:
     return Step(schedule.name, schedule.version, rule, enabled, tuple(lines))
 
 
-def _kind(schedule: Schedule, wanted: Rule, code: Rule | None) -> str:
+def _kind(wanted: Rule, code: Rule | None) -> str:
     """What a rule change is to a code schedule: an override, or back to the code's rule."""
     if code is None:
         return ""
