@@ -32,7 +32,7 @@ from rota.dashboard.api.replies import http_problem
 from rota.dashboard.editing import ScheduleEditing
 from rota.dashboard.error_pages import ErrorPages
 from rota.dashboard.hosts import Hosts
-from rota.dashboard.paths import base_path, here, referrer, route_path, safe_next
+from rota.dashboard.paths import base_path, here, is_api, referrer, route_path, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
     CSRF_FIELD,
@@ -56,10 +56,6 @@ REFUSALS = {
 Endpoint = Callable[[Request], Awaitable[Response]]
 Work = Callable[[Request, dict[str, str]], Response | str | None]
 """An action's work: ``None`` when done, a refusal message, or the page to answer with."""
-
-
-def is_api(request: Request) -> bool:
-    return (route_path(request.scope) + "/").startswith("/api/")
 
 
 def job_id_of(request: Request) -> int:

@@ -10,6 +10,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from rota.dashboard.api.replies import http_problem
+from rota.dashboard.paths import is_api
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import NO_STORE, SECURITY_HEADERS
 from rota.errors import InvalidArguments, JobNotFound, RotaError, ScheduleNotFound, StoreError
@@ -37,6 +39,8 @@ class ErrorPages:
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if is_api(request):  # a path under /api that the API's mount cannot match
+            return http_problem(exc.status_code, str(exc.detail), exc.headers)
         if exc.status_code == 404:
             return await self.not_found(request, exc)
         title = {405: "Method not allowed", 413: "Too large"}.get(exc.status_code, "Error")
