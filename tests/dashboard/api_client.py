@@ -23,12 +23,14 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def api_client(rota: Rota, token: str = OPERATE, **options: Any) -> TestClient:
-    """A client of ``rota``'s dashboard that sends ``token`` with every request."""
+def api_client(rota: Rota, sends: str | None = OPERATE, **options: Any) -> TestClient:
+    """A client of ``rota``'s dashboard (``create_app``'s ``options``) that sends the token
+    ``sends`` with every request."""
     options.setdefault("token", TOKEN)
     options.setdefault("api_tokens", {READ: "read", OPERATE: "operate"})
     client = TestClient(create_app(rota, **options), base_url="http://localhost")
-    client.headers.update(bearer(token))
+    if sends is not None:
+        client.headers.update(bearer(sends))
     return client
 
 
