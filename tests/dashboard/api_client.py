@@ -13,6 +13,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*install `httpx2`", category=Warning)
     from starlette.testclient import TestClient
 
+__all__ = ["OPERATE", "READ", "TOKEN", "TestClient", "api_client", "bearer", "error_of"]
+
 TOKEN = "dashboard-token-0123456789"
 """The dashboard's own token: the operate scope."""
 READ = "read-only-token-0123456789"
