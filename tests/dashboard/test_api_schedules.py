@@ -144,6 +144,7 @@ def test_queues_counts_and_health(nightly: Rota) -> None:
     error_of(client.get("/api/counts?finished_since=soon"), 400, "INVALID_ARGUMENTS")
     health = client.get("/api/health").json()
     assert health["status"] == "ok" and health["schema"] == "up to date"
+    assert health["namespace"] == nightly.namespace == "default"
     assert health["database"]["product"] == "SQLite" and health["workers"] == 0
 
 

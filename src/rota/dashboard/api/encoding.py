@@ -52,6 +52,7 @@ def job(record: Job) -> dict[str, Any]:
     """A job in full: arguments, result and every failed attempt's error."""
     return {
         "id": record.id,
+        "namespace": record.namespace,
         "task": record.task,
         "queue": record.queue,
         "state": record.unknown_state or record.state.value,

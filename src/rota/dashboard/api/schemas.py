@@ -70,6 +70,7 @@ SUMMARY = obj(
 JOB = obj(
     {
         "id": INT,
+        "namespace": STR,
         "task": STR,
         "queue": STR,
         "state": STATE,
@@ -139,6 +140,7 @@ QUEUE = obj({"name": STR, "paused": BOOL, "counts": tally(INT)})
 HEALTH = obj(
     {
         "status": {"type": "string", "enum": ["ok"]},
+        "namespace": STR,
         "database": obj({"product": STR, "version": STR}),
         "schema": STR,
         "workers": INT,

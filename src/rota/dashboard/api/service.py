@@ -61,6 +61,7 @@ def health(call: Call) -> Response:
     workers = len(inspect.workers())
     body = {
         "status": "ok",
+        "namespace": call.rota.namespace,
         "database": {"product": server.product, "version": server.version},
         "schema": schema.state,
         "workers": workers,
