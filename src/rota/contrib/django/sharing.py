@@ -52,12 +52,10 @@ def share(alias: str) -> Iterator[None]:
 
 def loan(alias: str) -> Loan | None:
     """The shared connection of ``alias`` for one transaction of rota's, if a drain shares
-    one."""
+    one (connected: ``share`` is called inside its transaction; read without Django's calls,
+    which refuse the drain's event loop thread)."""
     found = _shared.get(alias)
-    if found is None:
-        return None
-    found.wrapper.ensure_connection()
-    return Loan(found.wrapper.connection, found.serial)
+    return None if found is None else Loan(found.wrapper.connection, found.serial)
 
 
 def active() -> bool:
