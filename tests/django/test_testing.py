@@ -73,7 +73,7 @@ def trial(tmp_path: Path) -> Path:
 def run(project: Path, backend: str, test_name: str, *command: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROTA_", "DJANGO_"))}
     env["TRIAL_TEST_NAME"] = test_name
-    env["PYTHONPATH"] = str(project)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project), os.environ.get("PYTHONPATH")]))
     if backend != "sqlite":
         variable, default = SERVERS[backend]
         env["TRIAL_DATABASE_URL"] = os.environ.get(variable, default)
