@@ -50,7 +50,7 @@ def test_every_lifecycle_event_is_one_structured_record(
     async def slow(ctx: JobContext) -> None:
         await asyncio.sleep(5)
 
-    @rota.task(cron="* * * * *")
+    @rota.task(cron="* * * * *", overlap="allow")  # the three ticks of one pass run
     def minutely(ctx: JobContext) -> None: ...
 
     @rota.task

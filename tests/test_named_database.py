@@ -72,10 +72,10 @@ def test_the_environment_names_the_database(
 
 
 def test_rota_worker_refuses_without_a_database(elsewhere: Path) -> None:
-    (elsewhere / "service.py").write_text("from rota import Rota\n\nrota = Rota()\n")
+    (elsewhere / "unnamed.py").write_text("from rota import Rota\n\nrota = Rota()\n")
     for processes in ("1", "2"):
         result = CliRunner().invoke(
-            main, ["worker", f"{elsewhere}/service.py:rota", "--processes", processes]
+            main, ["worker", f"{elsewhere}/unnamed.py:rota", "--processes", processes]
         )
         assert result.exit_code == 1, result.output
         assert "CONFIG_ERROR" in result.output and REFUSAL in result.output

@@ -58,8 +58,8 @@ def test_the_same_task_name_in_two_namespaces_is_two_tasks(
     assert shipping.drain().succeeded == 0, "a job of billing is not shipping's to claim"
     assert billing.drain().succeeded == 1 and calls[-1] == "billing:a@example.com"
 
-    key = {"unique_key": "order:1"}
-    assert billing.queue("send", "b", **key) != shipping.queue("send", "b", **key)
+    key = "order:1"
+    assert billing.queue("send", "b", unique_key=key) != shipping.queue("send", "b", unique_key=key)
     assert billing.counts().by_task["send"] != shipping.counts().by_task["send"]
 
 
@@ -143,13 +143,13 @@ def test_check_the_cli_and_the_dashboard_report_conflicts_per_namespace(
     """``rota check --namespace billing`` exits 1 naming the task; shipping's check is clean;
     the dashboard names its namespace and lists the conflict on its workers page."""
     from rota.dashboard import create_app
-    from tests.dashboard.test_dashboard import TestClient
+    from tests.dashboard.api_client import TestClient
 
     calls: list[str] = []
-    now = {"clock": FakeClock(datetime.now(timezone.utc))}  # rota check reads the real time
-    old = service(make_rota, "billing", calls, cron="0 3 * * *", **now)
-    new = service(make_rota, "billing", calls, cron="0 4 * * *", **now)
-    shipping = service(make_rota, "shipping", calls, **now)
+    now = FakeClock(datetime.now(timezone.utc))  # rota check reads the real time
+    old = service(make_rota, "billing", calls, cron="0 3 * * *", clock=now)
+    new = service(make_rota, "billing", calls, cron="0 4 * * *", clock=now)
+    shipping = service(make_rota, "shipping", calls, clock=now)
     database = ["--url", db.url, "--table-prefix", db.prefix]
 
     def check(namespace: str) -> tuple[int, dict[str, Any]]:

@@ -104,7 +104,7 @@ def test_three_instances_enqueue_exactly_one_job_per_tick(
     instances = [make_rota() for _ in range(3)]
     for instance in instances:
 
-        @instance.task(name="every_minute", cron="* * * * *")
+        @instance.task(name="every_minute", cron="* * * * *", overlap="allow")
         def every_minute(ctx: JobContext) -> None: ...
 
         instance._readiness.ensure_ready()
@@ -176,7 +176,8 @@ def test_catchup_runs_the_latest_missed_ticks(
     make_rota: Callable[..., Rota], clock: FakeClock
 ) -> None:
     rota = make_rota(catchup_missed=True, max_missed_runs=3)
-    rota.define_task(TaskDefinition(name="minutely", cron="* * * * *", handler=lambda: None))
+    task = TaskDefinition(name="minutely", cron="* * * * *", overlap="queue", handler=lambda: None)
+    rota.define_task(task)  # "queue": the caught-up ticks run one after another
     rota.drain()
     clock.advance(timedelta(minutes=13, seconds=5))
     assert rota.drain().succeeded == 4

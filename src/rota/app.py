@@ -38,7 +38,7 @@ from rota.runtime.host.wakeups import ProcessGate, Wakeups
 from rota.runtime.services import actors, control, results
 from rota.runtime.services.control import Control
 from rota.runtime.services.inspection import Inspection
-from rota.runtime.services.queueing import Enqueuing
+from rota.runtime.services.queueing import Enqueuing, Lent, Stamped
 from rota.runtime.services.readiness import Readiness
 from rota.runtime.services.results import Completions
 from rota.runtime.services.schedules import ScheduleControl
@@ -169,25 +169,31 @@ class Rota:
         kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
         priority: int | None = None,
+        overlap: str = "skip",
     ) -> str:
         """Persist a cron schedule of ``task`` and return its id (its name); calling it again
-        with the same name updates the schedule."""
-        return self._schedules.define(cron, task, name, tz, args, kwargs or {}, queue, priority)
+        with the same name updates the schedule.  ``overlap``: what a tick does while the
+        schedule's previous run is unfinished (``"skip"``, ``"queue"`` or ``"allow"``)."""
+        return self._schedules.define(
+            cron, task, name, tz, args, kwargs or {}, queue, priority, overlap
+        )
 
     def update_schedule(
         self,
         name: str,
         cron: str | None = None,
         tz: str | None = None,
+        overlap: str | None = None,
         *,
         version: int | None = None,
     ) -> Schedule:
-        """Change a schedule's cron and/or time zone for every process (seen within one poll),
-        from its first tick at or after now.  For a schedule defined in code this is an
-        override: it survives restarts and lasts until ``reset_schedule`` or until the code's
-        own rule changes.  ``ScheduleConflict`` if it changed meanwhile, or is no longer at
-        the ``version`` given (the one a form or prompt showed): nothing is written then."""
-        return self._schedules.update(name, cron, tz, version)
+        """Change a schedule's cron, time zone and/or overlap policy for every process (seen
+        within one poll), from its first tick at or after now.  For a schedule defined in code
+        this is an override: it survives restarts and lasts until ``reset_schedule`` or until
+        the code's own rule changes.  ``ScheduleConflict`` if it changed meanwhile, or is no
+        longer at the ``version`` given (the one a form or prompt showed): nothing is written
+        then."""
+        return self._schedules.update(name, cron, tz, overlap, version)
 
     def reset_schedule(self, name: str, *, version: int | None = None) -> bool:
         """End a code schedule's override (back to the code's rule); ``False`` if it had none;
@@ -258,9 +264,7 @@ class Rota:
         """Persist many jobs at once, all or none; return their ids in the order given."""
         return self._queue_stamped(list(requests), connection)[0]
 
-    def _queue_stamped(
-        self, requests: list[Enqueue], connection: CallerConnection | None
-    ) -> tuple[list[int], datetime]:
+    def _queue_stamped(self, requests: list[Enqueue], connection: Lent) -> Stamped:
         """``queue_many``, and the ``created_at`` the jobs were written with (as stored)."""
         return self._enqueuing.stamped(requests, connection)
 

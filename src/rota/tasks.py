@@ -16,6 +16,7 @@ from rota.core.backoff import ExceptionTypes, RetryPolicy, exception_types
 from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
+from rota.core.overlap import overlap_policy
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
 
 MAX_SHAPES = 64
@@ -42,6 +43,9 @@ class TaskDefinition:
     handler: Handler
     cron: str | None = None
     tz: str = "UTC"
+    overlap: str = "skip"
+    """What a tick of the task's schedule does while its previous run is unfinished:
+    ``"skip"`` it, ``"queue"`` it behind, or ``"allow"`` both to run (``rota.core.overlap``)."""
     retries: int = 3
     retry_delay: float = 10.0
     retry_cap: float = 3600.0
@@ -127,6 +131,7 @@ class TaskDefinition:
         object.__setattr__(self, "limits", flow)
         if self.cron is not None:
             Cron(self.cron, self.tz)
+        overlap_policy(self.overlap, ConfigError, f"{label} overlap")
         if self.cron is not None and self.argument_problem((), {}) is not None:
             raise ConfigError(
                 f"task {self.name!r} has a cron schedule, so its handler is called with no "
@@ -243,6 +248,7 @@ class TaskOptions(TypedDict, total=False):
     name: str
     cron: str | None
     tz: str
+    overlap: str
     retries: int
     retry_delay: float
     retry_cap: float

@@ -165,13 +165,14 @@ def test_schedules_with_their_next_runs(rota: Rota, clock: FakeClock, cli: Cli) 
         "runs",
         "failed",
         "state",
+        "overlap",
     ]
     first, second = (columns(row) for row in rows)
     assert first[:3] == ["nightly", "30 3 * * *", "Asia/Shanghai"], "its task is its name"
     assert first[3].endswith("03:30+08:00")
     # runs and failures are those of the last 24 hours by the command's own (real) clock: the
     # tick ran months earlier on the test's clock, and only its last run is shown
-    assert first[4:] == ["2026-03-02 19:30:00Z", "0", "0", "active"]
+    assert first[4:] == ["2026-03-02 19:30:00Z", "0", "0", "active", "skip"]
     assert second == [
         "quarter-hourly",
         "report",
@@ -182,6 +183,7 @@ def test_schedules_with_their_next_runs(rota: Rota, clock: FakeClock, cli: Cli) 
         "0",
         "0",
         "paused",
+        "skip",
     ]
 
     data = {schedule["name"]: schedule for schedule in parsed(cli("schedules", "--json"))}
@@ -213,7 +215,7 @@ def test_a_failing_schedule_is_marked_and_fails_the_check(rota: Rota, cli: Cli) 
 
     listed = cli("schedules")
     (row,) = listed.stdout.splitlines()[2:]
-    assert columns(row)[-1] == "active (failing)"
+    assert columns(row)[-2:] == ["active (failing)", "skip"]
     (data,) = parsed(cli("schedules", "--json"))
     assert data["failing"] is True and data["code_cron"] is None
 

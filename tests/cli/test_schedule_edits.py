@@ -156,7 +156,8 @@ def test_a_bad_rule_or_target_is_refused_before_anything_is_asked(
     assert [change.action.value for change in rota.schedule_history(report)] == ["created"]
 
     neither = cli("schedule", "edit", report)
-    assert neither.exit_code == 2 and "give --cron, --tz or both" in neither.stderr
+    assert neither.exit_code == 2
+    assert "give --cron, --tz, --overlap or some of them" in neither.stderr
     for command in (
         ["edit", "nope", "--cron", "0 * * * *"],
         ["reset", "nope"],
@@ -207,3 +208,23 @@ def test_every_schedule_change_of_the_cli_is_recorded_as_cli(
         ("paused", "cli"),
         ("created", "code"),
     ]
+
+
+@SQLITE
+def test_edit_changes_the_overlap_policy_alone(rota: Rota, report: str, cli: Cli) -> None:
+    before = rota.get_schedule(report).next_run_at
+    edited = cli("schedule", "edit", report, "--overlap", "queue", "-y")
+    assert edited.exit_code == 0, edited.output
+    assert "new rule" in edited.stdout and "overlap queue" in edited.stdout
+    assert (
+        "schedule 'report' overridden: */5 * * * * (UTC) overlap queue instead of the code's "
+        "*/5 * * * * (UTC), until `rota schedule reset`"
+    ) in edited.stdout
+    schedule = rota.get_schedule(report)
+    assert (schedule.spec.overlap, schedule.code_overlap) == ("queue", "skip")
+    assert schedule.next_run_at == before, "the rule's ticks did not change"
+    refused = cli("schedule", "edit", report, "--overlap", "never", "-y")
+    assert refused.exit_code == 2 and "'never' is not one of" in refused.stderr
+    listed = cli("schedules", "--json")
+    assert listed.exit_code == 0
+    assert "queue" in listed.stdout and '"code_overlap": "skip"' in listed.stdout

@@ -364,3 +364,14 @@ def test_each_schedules_form_edits_that_schedule_only(rota: Rota) -> None:
             assert crons == {
                 n: f"0 {edited.index(n) + 1} * * *" if n in edited else "0 3 * * *" for n in names
             }, name
+
+
+def test_the_page_shows_the_overlap_policy_and_the_codes_while_overridden(rota: Rota) -> None:
+    client = TestClient(create_app(rota), base_url="http://localhost")
+    facts = client.get(PAGE).text.split('<dl class="facts">')[1]
+    assert '<dd class="overlap">skip <small>a tick is skipped while' in facts
+    assert "· code:" not in facts.split('<dd class="overlap">')[1].split("</dd>")[0]
+    rota.update_schedule("tick", overlap="queue")
+    shown = client.get(PAGE).text.split('<dd class="overlap">')[1].split("</dd>")[0]
+    assert shown.startswith("queue <small>a tick waits for the previous run to end")
+    assert '· code: <span class="code-rule">skip</span>' in shown

@@ -4,6 +4,7 @@ test database at its first use, and ``manage.py rota <command>`` (``call_command
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -18,11 +19,13 @@ import pytest
 from click.testing import CliRunner
 from django.core.management import call_command
 from django.db import connections
+from sqlalchemy.engine import make_url
 
 from rota import ConfigError, JobContext, Rota
 from rota.cli import main as cli_main
 from rota.contrib.django import DjangoRota, get_rota, project
 from rota.contrib.django.connections import RequestTask
+from rota.contrib.django.databases import database_url
 from tests.django.conftest import on, prefix
 from tests.helpers import sql_store, wait_until
 
@@ -244,3 +247,36 @@ def test_manage_py_rota_worker_runs_django_tasks_of_any_module_and_queue_and_log
     assert worker.returncode == 0, output
     assert f"Task id={job} {path} state=RUNNING" in output, output
     assert f"Task id={job} {path} state=SUCCESSFUL" in output, output
+
+
+@pytest.mark.parametrize(
+    "name", ["_mock_name", "__wrapped__", "_pytestfixturefunction", "__test__", "_private"]
+)
+def test_probing_an_unbuilt_rota_does_not_build_it(
+    make_rota: Callable[..., DjangoRota], name: str
+) -> None:
+    """pytest's collection and ``mock`` probe a module's objects (``from
+    rota.contrib.django import rota`` at a test module's top): only Rota's own names build."""
+    rota = make_rota("default")
+    assert not hasattr(rota, name)
+    assert rota.__dict__["_state"] == project.NEW
+    inspect.unwrap(rota)  # type: ignore[arg-type]  # what pytest's collection calls
+    assert rota.__dict__["_state"] == project.NEW
+    assert rota.config.table_prefix.startswith("t")  # a name Rota has: built
+    assert rota.__dict__["_state"] == project.BUILT
+    assert not hasattr(rota, name)
+
+
+def test_the_names_that_build_are_those_rota_sets(tmp_path: Path) -> None:
+    plain = Rota(f"sqlite:///{tmp_path}/plain.db")
+    assert set(vars(plain)) - {"registry"} == project.ROTA_ATTRIBUTES
+
+
+def test_sqlite_in_memory_test_database_is_opened_by_its_uri() -> None:
+    name = "file:memorydb_default?mode=memory&cache=shared"
+    url = database_url("sqlite", {"NAME": name}, "pysqlite")
+    assert make_url(url).query == {"mode": "memory", "cache": "shared", "uri": "true"}
+    assert make_url(url).database == "file:memorydb_default"
+    assert database_url("sqlite", {"NAME": "/srv/db.sqlite3"}, "pysqlite").endswith(
+        "/srv/db.sqlite3"
+    )

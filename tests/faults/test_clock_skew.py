@@ -45,7 +45,7 @@ def test_skewed_instances_enqueue_one_job_per_tick(
     instances = [make_rota(clock=clock), make_rota(clock=Skewed(clock, SKEW))]
     for instance in instances:
 
-        @instance.task(name="every_minute", cron="* * * * *")
+        @instance.task(name="every_minute", cron="* * * * *", overlap="allow")
         def every_minute(ctx: JobContext) -> None: ...
 
         instance._readiness.ensure_ready()

@@ -132,7 +132,15 @@ CALLS: dict[str, Callable[[Store], object]] = {
     # rota check reads every unfinished job, found by state ranges around the final ones.
     "unreadable rows": lambda store: store.unreadable(1000),
     "unknown states": lambda store: store.reads.jobs(states=(JobState.UNKNOWN,), limit=None),
+    # A firing tick of a schedule whose policy is skip or queue reads its newest runs.
+    "unfinished runs": lambda store: unfinished_runs(store),
 }
+
+
+def unfinished_runs(store: Store) -> tuple[list[int], set[datetime]]:
+    assert isinstance(store, SqlStore)
+    with store.engine.connect() as connection:
+        return store.schedules.overlap.unfinished(connection, "a", [START])
 
 
 @pytest.mark.parametrize("name", list(CALLS))

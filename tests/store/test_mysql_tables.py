@@ -100,4 +100,6 @@ def test_migrate_sql_prints_the_table_options_for_every_driver(drivername: str) 
     assert result.exit_code == 0, result.output
     tables = build_schema().metadata.tables
     options = ")ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_bin;"
-    assert result.output.count(options) == len(tables), result.output
+    created = result.output.count("CREATE TABLE ")
+    assert created > len(tables), "0011 rebuilds four tables"
+    assert result.output.count(options) == created - 1, "every table but Alembic's"

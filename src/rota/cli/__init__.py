@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from rota.cli.admin import demo, migrate, prune, worker
+from rota.cli.apply import apply
 from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
 from rota.cli.dashboard import dashboard
@@ -51,3 +52,4 @@ for command in (
     dashboard,
 ):
     main.add_command(command)
+schedules.add_command(apply)

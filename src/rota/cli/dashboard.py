@@ -6,7 +6,9 @@ without a token: an open port on a network interface must never be an open admin
 Tokens come from a file (``--token-file``) or the environment (``$ROTA_DASHBOARD_TOKEN``):
 a command line is visible to every user of the machine in ``ps``, so ``--token`` still works
 but warns.  The metrics token, for Prometheus, comes the same ways (``--metrics-token-file``,
-``$ROTA_METRICS_TOKEN``).  The host names it answers to beyond loopback ones come from
+``$ROTA_METRICS_TOKEN``).  Tokens of the JSON API at ``/api`` beside the dashboard's own come
+from ``$ROTA_API_TOKENS_READ`` and ``$ROTA_API_TOKENS_OPERATE`` (lists separated by commas or
+spaces).  The host names it answers to beyond loopback ones come from
 ``--allowed-host`` or ``$ROTA_DASHBOARD_ALLOWED_HOSTS`` (``rota.dashboard.hosts``).
 """
 
@@ -19,7 +21,13 @@ from pathlib import Path
 import click
 
 from rota.cli.loading import AppCommand, load_app
-from rota.environment import DASHBOARD_ALLOWED_HOSTS, DASHBOARD_TOKEN, METRICS_TOKEN
+from rota.environment import (
+    API_TOKENS_OPERATE,
+    API_TOKENS_READ,
+    DASHBOARD_ALLOWED_HOSTS,
+    DASHBOARD_TOKEN,
+    METRICS_TOKEN,
+)
 from rota.errors import ConfigError
 
 SECRET_FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
@@ -102,8 +110,10 @@ def dashboard(
 
     Without a token it listens on this machine only, and answers only requests whose Host is
     localhost, 127.0.0.1 or [::1] (any other gets 400, against DNS rebinding) or a name given
-    with --allowed-host.  A token has at least 16 characters.  A form posted with an Origin
-    other than the dashboard's own (scheme, host and port) gets 403.
+    with --allowed-host.  A token has at least 16 characters.  The JSON API at /api takes the
+    token, and those of $ROTA_API_TOKENS_READ and $ROTA_API_TOKENS_OPERATE, as Bearer tokens.
+    A form posted with an Origin other than the dashboard's own (scheme, host and port) gets
+    403.
     """
     found = resolve_token(token, token_file)
     metrics = read_secret(metrics_token_file, METRICS_TOKEN)
@@ -111,6 +121,7 @@ def dashboard(
         import uvicorn
 
         from rota.dashboard import create_app
+        from rota.dashboard.api import Access, scoped_tokens
         from rota.dashboard.hosts import is_loopback
         from rota.dashboard.security import check_token
     except ImportError as error:
@@ -128,11 +139,14 @@ def dashboard(
         for secret in (found, metrics):
             if secret is not None:
                 check_token(secret[1], secret[0])
+        listed = {Access.READ: API_TOKENS_READ, Access.OPERATE: API_TOKENS_OPERATE}
+        api_tokens = scoped_tokens({key: os.environ.get(env) for key, env in listed.items()})
         served = create_app(
             load_app(app),
             token=found[0] if found else None,
             metrics_token=metrics[0] if metrics else None,
             allowed_hosts=names or None,
+            api_tokens=api_tokens,
         )
     except ConfigError as error:
         raise click.UsageError(str(error)) from error

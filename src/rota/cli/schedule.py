@@ -21,6 +21,7 @@ from rota.cli.control import say
 from rota.cli.tables import NAME, WORDS, Column, Grid
 from rota.core import schedule_edits
 from rota.core.cron import Cron, zone
+from rota.core.overlap import CHOICES, DEFAULT, Overlap
 from rota.core.schedules import (
     Schedule,
     ScheduleAction,
@@ -47,25 +48,31 @@ def schedule() -> None:
     "--cron", metavar="EXPR", help="The new cron expression (five fields, or @daily ...)."
 )
 @click.option("--tz", metavar="ZONE", help="The new time zone, an IANA name such as Europe/Berlin.")
+@click.option(
+    "--overlap",
+    type=click.Choice(CHOICES),
+    help="What a tick does while the previous run is unfinished: skip it, queue it, allow it.",
+)
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Change it without asking.")
 @database_options
 def edit(
     name: str,
     cron: str | None,
     tz: str | None,
+    overlap: str | None,
     assume_yes: bool,
     url: str | None,
     table_prefix: str,
 ) -> None:
-    """Change the cron and/or time zone of the schedule NAME, from its first tick at or after
-    now.
+    """Change the cron, time zone and/or overlap policy of the schedule NAME, from its first
+    tick at or after now.
 
     Shows the next five runs under the new rule and asks before writing anything (--yes does
     not ask). For a schedule defined in code this is an override: kept across restarts until
     `rota schedule reset NAME`, or until the code's own rule changes.
     """
-    if cron is None and tz is None:
-        raise click.UsageError("give --cron, --tz or both")
+    if cron is None and tz is None and overlap is None:
+        raise click.UsageError("give --cron, --tz, --overlap or some of them")
     with connected(url, table_prefix) as rota:
         current = rota.get_schedule(name)
         if current.state not in LIVE:
@@ -77,15 +84,18 @@ def edit(
         tz = current.spec.tz if tz is None else tz
         rule = Cron(cron, tz)  # a bad expression or zone stops here: nothing asked, nothing written
         now = rota.clock.now()
-        change = schedule_edits.update(current, cron, tz, rule.first_run(now))
+        policy = current.spec.overlap if overlap is None else Overlap(overlap)
+        change = schedule_edits.update(current, (cron, tz, policy), rule.first_run(now))
         if change is None:
-            say(f"schedule {name!r} already runs {ruled(cron, tz)}: nothing to change")
+            say(f"schedule {name!r} already runs {ruled(cron, tz, policy)}: nothing to change")
             return
         show_edit(current, change, preview(rule, now))
         if not assume_yes and not click.confirm("Change it?", default=False):
             raise fail(f"schedule {name!r} not changed")
         # At the version shown: a change made while the question was open is a conflict.
-        changed = rota.update_schedule(name, cron=cron, tz=tz, version=current.version)
+        changed = rota.update_schedule(
+            name, cron=cron, tz=tz, overlap=policy.value, version=current.version
+        )
     say(outcome(changed, change.action))
 
 
@@ -99,10 +109,11 @@ def preview(rule: Cron, now: datetime) -> list[datetime]:
 def show_edit(current: Schedule, change: schedule_edits.Edit, runs: list[datetime]) -> None:
     """The rule now, the rule asked (and what it does to an override), and its next runs in
     the schedule's zone and in UTC."""
-    cron, tz = change.values["cron"], change.values["tz"]
-    new = ruled(cron, tz)
+    cron, tz, overlap = change.values["cron"], change.values["tz"], change.values["overlap"]
+    new = ruled(cron, tz, overlap)
     if change.action is ScheduleAction.OVERRIDDEN:
-        code = ruled(change.values["code_cron"], change.values["code_tz"])
+        values = change.values
+        code = ruled(values["code_cron"], values["code_tz"], values["code_overlap"])
         new += f", an override: the code's {code} is kept beside it until reset"
     elif change.action is ScheduleAction.RESET:
         new += ", the code's own rule: the override ends"
@@ -119,13 +130,14 @@ def show_edit(current: Schedule, change: schedule_edits.Edit, runs: list[datetim
 
 
 def outcome(changed: Schedule, action: ScheduleAction) -> str:
-    name, rule = changed.name, ruled(changed.spec.cron, changed.spec.tz)
+    spec = changed.spec
+    name, rule = changed.name, ruled(spec.cron, spec.tz, spec.overlap)
     if changed.state is ScheduleState.ACTIVE:
         start = f"next run at {when(changed.next_run_at)}"
     else:
         start = "it runs from its first tick after it is resumed"
     if action is ScheduleAction.OVERRIDDEN:
-        code = ruled(str(changed.code_cron), str(changed.code_tz))
+        code = ruled(*schedule_edits.code_rule(changed))
         return (
             f"schedule {name!r} overridden: {rule} instead of the code's {code}, until "
             f"`rota schedule reset`; {start}"
@@ -211,18 +223,19 @@ def change_dict(change: ScheduleChange) -> dict[str, Any]:
     }
 
 
-def ruled(cron: str, tz: str) -> str:
-    """A rule as the CLI shows it: ``*/5 * * * * (UTC)``."""
-    return f"{cron} ({tz})"
+def ruled(cron: str, tz: str, overlap: object = DEFAULT) -> str:
+    """A rule as the CLI shows it: ``*/5 * * * * (UTC)``, and ``overlap queue`` beside it
+    when the policy is not the default (``skip``)."""
+    shown = f"{cron} ({tz})"
+    return shown if str(overlap) == DEFAULT.value else f"{shown} overlap {overlap}"
 
 
 def rule_of(schedule: Schedule) -> str:
-    rule = ruled(schedule.spec.cron, schedule.spec.tz)
+    spec = schedule.spec
+    rule = ruled(spec.cron, spec.tz, spec.overlap)
     if not schedule.overridden:
         return rule
-    return (
-        f"{rule}, an override of the code's {ruled(str(schedule.code_cron), str(schedule.code_tz))}"
-    )
+    return f"{rule}, an override of the code's {ruled(*schedule_edits.code_rule(schedule))}"
 
 
 def value(item: Any) -> str:

@@ -187,16 +187,20 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
             click.echo(textwrap.indent(traceback, "    "))
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @database_options
 @json_option
-def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
+@click.pass_context
+def schedules(ctx: click.Context, url: str | None, table_prefix: str, as_json: bool) -> None:
     """List cron schedules: rule, zone, next run (in the zone), last run, runs and failures of
-    the last 24 hours, state.
+    the last 24 hours, state, overlap policy.  `rota schedules apply FILE` makes their
+    overrides match a file.
 
     An overridden code schedule shows the code's rule beside the one in force; a schedule whose
     last ticks failed in a row is marked failing.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     with connected(url, table_prefix) as rota:
         now = rota.clock.now()
         found = rota.inspect.schedules()
@@ -218,6 +222,7 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
         Column("runs"),
         Column("failed", under="runs"),
         Column("state", under="runs", joiner=" "),
+        Column("overlap", under="cron", joiner=" "),
     )
     for schedule in found:
         stat = stats.get(schedule.name, ScheduleStats())
@@ -233,6 +238,7 @@ def schedules(url: str | None, table_prefix: str, as_json: bool) -> None:
             str(stat.runs),
             str(stat.failures),
             state_cell(schedule),
+            overlap_cell(schedule),
         )
     render(rows)
 
@@ -249,6 +255,12 @@ def tz_cell(schedule: Schedule) -> list[str]:
     tz = schedule.spec.tz
     changed = schedule.overridden and schedule.code_tz != tz
     return [tz, f"(code: {schedule.code_tz})"] if changed else [tz]
+
+
+def overlap_cell(schedule: Schedule) -> list[str]:
+    """The overlap policy in force; the code's beside it while an override changed that."""
+    overlap, code = str(schedule.spec.overlap), schedule.code_overlap
+    return [overlap, f"(code: {code})"] if code is not None and code != overlap else [overlap]
 
 
 def state_cell(schedule: Schedule) -> list[str]:
@@ -326,6 +338,8 @@ def schedule_dict(schedule: Schedule, stats: ScheduleStats, now: datetime) -> di
         "tz": spec.tz,
         "code_cron": schedule.code_cron,
         "code_tz": schedule.code_tz,
+        "overlap": spec.overlap.value,
+        "code_overlap": None if schedule.code_overlap is None else schedule.code_overlap.value,
         "state": schedule.state.value,
         "failing": schedule.failing,
         "source": spec.source.value,

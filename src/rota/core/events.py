@@ -68,6 +68,7 @@ class EventName(str, Enum):
     SCHEDULE_FAILING = "schedule.failing"
     SCHEDULE_RECOVERED = "schedule.recovered"
     SCHEDULE_ALERT_SKIPPED = "schedule.alert_skipped"
+    SCHEDULE_SKIPPED = "schedule.skipped"
 
     DB_UNAVAILABLE = "db.unavailable"
     DB_AVAILABLE = "db.available"

@@ -10,10 +10,12 @@ history entry's old and new values) or ``None`` when nothing changes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rota.core.overlap import DEFAULT, Overlap
 from rota.core.schedules import (
     Schedule,
     ScheduleAction,
@@ -22,7 +24,7 @@ from rota.core.schedules import (
     ScheduleState,
 )
 
-DEFINITION = ("task", "cron", "tz", "payload", "queue", "priority", "source")
+DEFINITION = ("task", "cron", "tz", "payload", "queue", "priority", "source", "overlap")
 """The columns code or ``Rota.schedule()`` owns; the rest is run state."""
 
 
@@ -44,7 +46,31 @@ def definition(spec: ScheduleSpec) -> dict[str, Any]:
         "queue": spec.queue,
         "priority": spec.priority,
         "source": spec.source.value,
+        "overlap": spec.overlap.value,
     }
+
+
+Rule = tuple[str, str, Overlap]
+"""What an override changes: cron, time zone and overlap policy."""
+RULE = ("cron", "tz", "overlap")
+CLEARED = {"code_cron": None, "code_tz": None, "code_overlap": None}
+
+
+def rule_of(spec: ScheduleSpec) -> Rule:
+    return (spec.cron, spec.tz, spec.overlap)
+
+
+def code_rule(schedule: Schedule) -> Rule:
+    """The code's rule: the one in force unless overridden (an override made before overlap
+    policies existed kept no ``code_overlap``: the default)."""
+    if not schedule.overridden:
+        return rule_of(schedule.spec)
+    assert schedule.code_cron is not None and schedule.code_tz is not None
+    return (schedule.code_cron, schedule.code_tz, schedule.code_overlap or DEFAULT)
+
+
+def _columns(rule: Rule, prefix: str = "") -> dict[str, Any]:
+    return {f"{prefix}{key}": str(value) for key, value in zip(RULE, rule, strict=True)}
 
 
 def created(spec: ScheduleSpec) -> dict[str, Any]:
@@ -55,15 +81,15 @@ def created(spec: ScheduleSpec) -> dict[str, Any]:
 def sync(current: Schedule, spec: ScheduleSpec, first_run: datetime) -> Edit | None:
     """Bring ``current`` to the definition ``spec`` (code at start, or ``Rota.schedule()``).
 
-    A changed rule, or a disabled schedule coming back, starts again at ``first_run``.  An
-    override survives code that still says what it said when the override was made; code that
-    says something else clears it (``override_cleared``)."""
+    A changed cron or time zone, or a disabled schedule coming back, starts again at
+    ``first_run``.  An override survives code that still says what it said when the override
+    was made; code that says something else clears it (``override_cleared``)."""
     wanted = definition(spec)
     present = definition(current.spec)
     cleared = False
     if current.overridden and spec.source is ScheduleSource.CODE:
-        if (spec.cron, spec.tz) == (current.code_cron, current.code_tz):
-            wanted["cron"], wanted["tz"] = present["cron"], present["tz"]
+        if rule_of(spec) == code_rule(current):
+            wanted.update({key: present[key] for key in RULE})
         else:
             cleared = True
     changed = {key: value for key, value in wanted.items() if present[key] != value}
@@ -75,8 +101,8 @@ def sync(current: Schedule, spec: ScheduleSpec, first_run: datetime) -> Edit | N
         old["state"], changed["state"] = current.state.value, ScheduleState.ACTIVE.value
         restart = True
     if cleared:
-        values.update(code_cron=None, code_tz=None)
-        old.update(code_cron=current.code_cron, code_tz=current.code_tz)
+        values.update(CLEARED)
+        old.update(_columns(code_rule(current), "code_"))
     if not values:
         return None
     if restart:
@@ -85,50 +111,55 @@ def sync(current: Schedule, spec: ScheduleSpec, first_run: datetime) -> Edit | N
     return Edit(action, values, _shown(old), _shown(changed))
 
 
-def update(schedule: Schedule, cron: str, tz: str, first_run: datetime) -> Edit | None:
+def update(schedule: Schedule, rule: Rule, first_run: datetime) -> Edit | None:
     """Change the rule of a live schedule at runtime: an override of a code schedule (ending it
-    when the rule asked is the code's own), an update of a runtime one."""
-    spec = schedule.spec
-    if (cron, tz) == (spec.cron, spec.tz):
-        return None
-    values: dict[str, Any] = {"cron": cron, "tz": tz, "next_run_at": first_run}
-    old, new = rule_change((spec.cron, spec.tz), (cron, tz))
-    if spec.source is not ScheduleSource.CODE:
-        return Edit(ScheduleAction.UPDATED, values, old, new)
-    code = (schedule.code_cron, schedule.code_tz) if schedule.overridden else (spec.cron, spec.tz)
-    if (cron, tz) == code:
-        return Edit(ScheduleAction.RESET, {**values, "code_cron": None, "code_tz": None}, old, new)
-    values.update(code_cron=code[0], code_tz=code[1])
-    return Edit(ScheduleAction.OVERRIDDEN, values, old, new)
+    when the rule asked is the code's own), an update of a runtime one.  ``first_run`` is the
+    new rule's next run, taken only when its cron or time zone changes."""
+    return _edit(schedule, rule, first_run, forced_reset=False)
 
 
 def reset(schedule: Schedule, first_run: datetime) -> Edit | None:
-    """Back to the code's rule, starting at ``first_run`` (computed from that rule)."""
+    """Back to the code's rule, starting at ``first_run`` (computed from that rule) when its
+    cron or time zone differs from the override's."""
     if not schedule.overridden:
         return None
-    spec = schedule.spec
-    values = {
-        "cron": schedule.code_cron,
-        "tz": schedule.code_tz,
-        "code_cron": None,
-        "code_tz": None,
-        "next_run_at": first_run,
-    }
-    old, new = rule_change((spec.cron, spec.tz), (schedule.code_cron, schedule.code_tz))
-    return Edit(ScheduleAction.RESET, values, old, new)
+    return _edit(schedule, code_rule(schedule), first_run, forced_reset=True)
+
+
+def _edit(schedule: Schedule, rule: Rule, first_run: datetime, forced_reset: bool) -> Edit | None:
+    current = rule_of(schedule.spec)
+    if rule == current and not forced_reset:
+        return None
+    values: dict[str, Any] = _columns(rule)
+    if rule[:2] != current[:2]:
+        values["next_run_at"] = first_run
+    old, new = rule_change(current, rule)
+    if schedule.spec.source is not ScheduleSource.CODE:
+        return Edit(ScheduleAction.UPDATED, values, old, new)
+    if rule == code_rule(schedule):
+        return Edit(ScheduleAction.RESET, {**values, **CLEARED}, old, new)
+    values.update(_columns(code_rule(schedule), "code_"))
+    return Edit(ScheduleAction.OVERRIDDEN, values, old, new)
 
 
 def rule_change(
-    old: tuple[str | None, str | None], new: tuple[str | None, str | None]
+    old: Sequence[object], new: Sequence[object]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The history's old and new values of a changed rule: the fields that changed only (a
     ``tz: UTC -> UTC`` beside a new cron is no change)."""
     changed = [
         (key, before, after)
-        for key, before, after in zip(("cron", "tz"), old, new, strict=True)
+        for key, before, after in zip(RULE, old, new, strict=False)
         if before != after
     ]
-    return {key: before for key, before, _ in changed}, {key: after for key, _, after in changed}
+    return (
+        {key: _plain(before) for key, before, _ in changed},
+        {key: _plain(after) for key, _, after in changed},
+    )
+
+
+def _plain(value: object) -> object:
+    return str(value) if isinstance(value, Overlap) else value
 
 
 def _shown(values: dict[str, Any]) -> dict[str, Any]:

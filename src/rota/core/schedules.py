@@ -10,6 +10,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from rota.core.overlap import DEFAULT, Overlap
+
 
 class ScheduleState(str, Enum):
     ACTIVE = "active"
@@ -40,12 +42,15 @@ class ScheduleSpec:
     queue: str
     priority: int
     source: ScheduleSource
+    overlap: Overlap = DEFAULT
+    """Whether a tick may start while a previous run is unfinished (``rota.core.overlap``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """A persisted cron rule; ``name`` is its public id, ``spec.cron``/``tz`` the rule in force;
-    while a code schedule is overridden, ``code_cron``/``code_tz`` keep what the code says.
+    while a code schedule is overridden, ``code_cron``/``code_tz``/``code_overlap`` keep what the
+    code says (an override covers the rule and the overlap policy together).
     ``version`` grows with every change of the rule, so that edits are compare-and-set."""
 
     spec: ScheduleSpec
@@ -56,6 +61,7 @@ class Schedule:
     updated_at: datetime
     code_cron: str | None = None
     code_tz: str | None = None
+    code_overlap: Overlap | None = None
     version: int = 0
     failures: int = 0
     """Ticks in a row whose job failed (``alert_after_failures``)."""
@@ -82,6 +88,8 @@ class ScheduleAction(str, Enum):
     CANCELLED = "cancelled"
     DISABLED = "disabled"
     OVERRIDE_CLEARED = "override_cleared"
+    SKIPPED = "skipped"
+    """A tick that enqueued nothing: a previous run was unfinished (``overlap="skip"``)."""
 
     def __str__(self) -> str:
         return self.value

@@ -9,7 +9,7 @@ endpoints; ``create_app`` builds one and returns its Starlette app.  What the pa
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -17,7 +17,6 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -28,9 +27,12 @@ from starlette.staticfiles import StaticFiles
 from rota.app import Rota
 from rota.core.clock import Clock
 from rota.dashboard import metrics, views
+from rota.dashboard.api import api_app
+from rota.dashboard.api.replies import http_problem
 from rota.dashboard.editing import ScheduleEditing
+from rota.dashboard.error_pages import ErrorPages
 from rota.dashboard.hosts import Hosts
-from rota.dashboard.paths import base_path, here, referrer, route_path, safe_next
+from rota.dashboard.paths import base_path, here, is_api, referrer, route_path, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
     CSRF_FIELD,
@@ -42,7 +44,7 @@ from rota.dashboard.security import (
     read_form,
 )
 from rota.dashboard.sessions import DEFAULT_MAX_AGE
-from rota.errors import InvalidArguments, JobNotFound, RotaError, ScheduleNotFound, StoreError
+from rota.errors import JobNotFound
 
 STATIC = Path(__file__).parent / "static"
 
@@ -67,8 +69,9 @@ def job_id_of(request: Request) -> int:
 class DashboardApp:
     """One dashboard over ``rota``: its endpoints, and the Starlette app that routes to them."""
 
-    def __init__(self, rota: Rota, keys: Keys, hosts: Hosts) -> None:
+    def __init__(self, rota: Rota, keys: Keys, hosts: Hosts, api: Starlette | None = None) -> None:
         self.rota = rota
+        self.api = api or api_app(rota, keys)
         self.keys = keys
         self.hosts = hosts
         self.renderer = Renderer(self.keys, rota.namespace)
@@ -83,6 +86,8 @@ class DashboardApp:
         refused = self.hosts.refusal(request.scope)
         if refused is None:
             response = await self.admit(request, call_next)
+        elif is_api(request):
+            response = http_problem(*refused)
         else:
             status, why = refused
             response = PlainTextResponse(f"{status} {why}\n", status, SECURITY_HEADERS)
@@ -94,7 +99,7 @@ class DashboardApp:
         ``/login``; the metrics token opens ``/metrics`` only.  The path is the one the router
         routes on (``paths.route_path``), never one rebuilt from headers."""
         relative = route_path(request.scope) or "/"
-        if relative == "/login":
+        if relative == "/login" or is_api(request):  # the API authenticates its own callers
             return await call_next(request)
         who = self.keys.identify(request)
         if who is Who.USER or (who is Who.SCRAPER and relative == "/metrics"):
@@ -276,42 +281,6 @@ class DashboardApp:
             self.keys.log_out(request, response)
         return response
 
-    # -- errors --------------------------------------------------------------------------------
-
-    async def not_found(self, request: Request, exc: Exception) -> Response:
-        message = str(exc) if isinstance(exc, LookupError) else "There is no such page."
-        return self.renderer.error(request, 404, "Not found", message)
-
-    async def http_error(self, request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 404:
-            return await self.not_found(request, exc)
-        title = {405: "Method not allowed", 413: "Too large"}.get(exc.status_code, "Error")
-        response = self.renderer.error(request, exc.status_code, title, str(exc.detail))
-        response.headers.update(exc.headers or {})
-        return response
-
-    async def server_error(self, request: Request, exc: Exception) -> Response:
-        """A bare 500: the templates may be what failed.  It is sent from outside the guard,
-        so it carries the headers itself."""
-        return PlainTextResponse(
-            "500 Internal Server Error\n", 500, {**SECURITY_HEADERS, **NO_STORE}
-        )
-
-    async def bad_request(self, request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RotaError)
-        return self.renderer.error(request, 400, "Bad request", f"{exc.code}: {exc}")
-
-    async def store_error(self, request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RotaError)
-        return self.renderer.error(
-            request,
-            503,
-            "Database unavailable",
-            f"{exc.code}: {exc}. Try again shortly; if rota's tables are missing, run "
-            "`rota migrate`.",
-        )
-
     # -- the app -------------------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
@@ -341,21 +310,14 @@ class DashboardApp:
             Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
+            Mount("/api", self.api),
         ]
 
     def starlette(self) -> Starlette:
-        handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-            HTTPException: self.http_error,
-            JobNotFound: self.not_found,
-            ScheduleNotFound: self.not_found,
-            InvalidArguments: self.bad_request,
-            StoreError: self.store_error,
-            Exception: self.server_error,
-        }
         return Starlette(
             routes=self.routes(),
             middleware=[Middleware(BaseHTTPMiddleware, dispatch=self.guard)],
-            exception_handlers=handlers,
+            exception_handlers=ErrorPages(self.renderer).handlers(),
         )
 
 
@@ -367,6 +329,7 @@ def create_app(
     session_max_age: timedelta | float = DEFAULT_MAX_AGE,
     clock: Clock | None = None,
     allowed_hosts: Iterable[str] | None = None,
+    api_tokens: Mapping[str, str] | None = None,
 ) -> Starlette:
     """A Starlette (ASGI) app serving the dashboard of ``rota``; mount it anywhere.
 
@@ -382,6 +345,10 @@ def create_app(
     any other ``Host`` getting 400; with a token and no ``allowed_hosts``, to any host name.  A
     POST whose ``Origin`` is not the dashboard's own gets 403 (``rota.dashboard.hosts``).
 
+    The JSON API at ``/api`` (``rota.dashboard.api``) takes only ``Authorization: Bearer``:
+    ``token`` with the ``operate`` scope, and ``api_tokens`` (each token to ``"read"`` or
+    ``"operate"``), which open nothing else.
+
     >>> app.mount("/rota", create_app(rota, token=os.environ["ROTA_DASHBOARD_TOKEN"]))
     """
     keys = Keys(
@@ -391,4 +358,4 @@ def create_app(
         clock=clock or rota.clock,
     )
     hosts = Hosts(allowed_hosts, token=keys.token is not None)
-    return DashboardApp(rota, keys, hosts).starlette()
+    return DashboardApp(rota, keys, hosts, api_app(rota, keys, api_tokens)).starlette()

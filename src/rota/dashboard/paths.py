@@ -40,6 +40,12 @@ def route_path(scope: Scope) -> str:
     return path[len(root) :] if path[len(root)] == "/" else path
 
 
+def is_api(request: Request) -> bool:
+    """Whether the request is for the JSON API (``/api`` and below), which answers every
+    error as JSON, even one for a path its router cannot match."""
+    return (route_path(request.scope) + "/").startswith("/api/")
+
+
 def here(request: Request) -> str:
     """This page's path (percent-encoded again) and query, where an action on it redirects
     back to."""

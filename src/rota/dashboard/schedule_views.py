@@ -16,7 +16,9 @@ from itertools import islice
 from typing import Any
 
 from rota.app import Rota
+from rota.core import schedule_edits
 from rota.core.cron import Cron, zone
+from rota.core.overlap import Overlap
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange, ScheduleState
 from rota.dashboard.views import NEXT_RUNS, describe, whole_number
 from rota.display import NONE, local, when
@@ -84,6 +86,24 @@ def preview(cron: str, tz: str, now: datetime) -> dict[str, Any]:
         "invalid": None,
         "runs": [both_zones(tick, tz) for tick in ticks],
         "description": description,
+    }
+
+
+OVERLAP_MEANING = {
+    Overlap.SKIP: "a tick is skipped while the previous run is unfinished",
+    Overlap.QUEUE: "a tick waits for the previous run to end",
+    Overlap.ALLOW: "a tick runs even beside the previous run",
+}
+
+
+def overlap_facts(schedule: Schedule) -> dict[str, str | None]:
+    """The policy in force, what it does, and the code's while an override changed it."""
+    policy = schedule.spec.overlap
+    code = schedule_edits.code_rule(schedule)[2] if schedule.overridden else policy
+    return {
+        "policy": policy.value,
+        "meaning": OVERLAP_MEANING[policy],
+        "code": code.value if code is not policy else None,
     }
 
 
@@ -156,6 +176,7 @@ def schedule_page(
     return {
         "schedule": schedule,
         "description": describe(schedule),
+        "overlap": overlap_facts(schedule),
         "next_run": both_zones(schedule.next_run_at, schedule.spec.tz) if active else None,
         "last_run": schedule.last_run_at,
         "editable": live,

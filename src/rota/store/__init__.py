@@ -35,10 +35,11 @@ from __future__ import annotations
 from rota.store.base import CallerConnection, ScheduleStore, Store
 from rota.store.migrate import head_revision, upgrade_sql
 from rota.store.sql import SqlStore, open_store
-from rota.store.values import Outlook, SchemaStatus, ServerInfo
+from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo
 
 __all__ = [
     "CallerConnection",
+    "Loan",
     "Outlook",
     "ScheduleStore",
     "SchemaStatus",

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, cast
 
@@ -29,6 +30,7 @@ from sqlalchemy.pool import NullPool
 
 from rota.errors import ConfigError
 from rota.store.database import Database
+from rota.store.values import Loan
 
 _lent: ContextVar[Any] = ContextVar("rota_lent_connection")
 """The connection lent in this thread or task, for the ``borrow`` block it is lent for."""
@@ -61,17 +63,21 @@ class Lender:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def borrow(self, dbapi_connection: object) -> Iterator[Connection]:
+    def borrow(
+        self, dbapi_connection: object, serial: AbstractContextManager[object] | None = None
+    ) -> Iterator[Connection]:
         """A ``Connection`` whose statements run on ``dbapi_connection``, in the transaction
-        its owner holds open; leaving the block ends nothing of the owner's."""
+        its owner holds open; leaving the block ends nothing of the owner's. ``serial`` (a
+        lock), when the owner shares its connection between threads, is held meanwhile."""
         engine = self._engine or self._make_engine()
         self._check_driver(engine, dbapi_connection)
-        token = _lent.set(dbapi_connection)
-        try:
-            with engine.connect() as connection:
-                yield connection
-        finally:
-            _lent.reset(token)
+        with serial or contextlib.nullcontext():
+            token = _lent.set(dbapi_connection)
+            try:
+                with engine.connect() as connection:
+                    yield connection
+            finally:
+                _lent.reset(token)
 
     def _make_engine(self) -> Engine:
         with self._lock:
@@ -95,3 +101,16 @@ class Lender:
                 f"a {lent} connection cannot carry rota's statements, which are made for its "
                 f"{own} driver: give rota the driver of the connection it borrows"
             )
+
+
+def lending(
+    lender: Lender, source: Callable[[], Loan | None]
+) -> Callable[[], AbstractContextManager[Connection] | None]:
+    """``Database.lending`` over ``source``: each transaction runs on the connection
+    ``source`` lends at that moment, if any."""
+
+    def lend() -> AbstractContextManager[Connection] | None:
+        loan = source()
+        return None if loan is None else lender.borrow(loan.connection, loan.serial)
+
+    return lend

@@ -14,6 +14,7 @@ import platform
 import random
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import CompoundSelect, Executable, Row, Select, Table, select
@@ -64,6 +65,10 @@ class Database:
         self.connection = connection or DEFAULT_CONNECTION
         self.events = events
         self.engine = self.dialect.create_engine(self.url, self.connection, events)
+        self.lending: Callable[[], AbstractContextManager[Connection] | None] | None = None
+        """Where a caller lends its own connection (``SqlStore.lend_from``): asked at each
+        transaction, a connection it gives runs that transaction's work, in a savepoint of the
+        caller's transaction, instead of one of the pool's."""
         self.table_prefix = table_prefix
         self.namespace = namespace
         self.schema = build_schema(table_prefix)
@@ -106,8 +111,13 @@ class Database:
         found so by its first statement, which is why the pool pings only idle connections)
         committed nothing: ``work`` is repeated once, on a fresh connection. Dropped during the
         ``COMMIT``, it may have committed: ``work`` is repeated once only when it is
-        ``idempotent`` (its write and its answer stay right).
+        ``idempotent`` (its write and its answer stay right). On a connection ``lending`` gives,
+        ``work`` runs once, in a savepoint: an error undoes only its own statements.
         """
+        lent = self.lending() if self.lending is not None else None
+        if lent is not None:
+            with self.translate_errors(), lent as connection, connection.begin_nested():
+                return work(connection)
         started = time.monotonic()
         attempt = 1
         while True:

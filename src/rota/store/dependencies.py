@@ -8,6 +8,10 @@ costs nothing more and a job without dependencies pays one boolean test.  Failur
 other way: the transaction that ends a job ``failed`` or ``cancelled`` also cancels its waiting
 dependents, and theirs, with ``DEPENDENCY_FAILED``, so no dependent waits for ever.
 
+A link marked ``until_final`` only waits: it holds its job until the other one has ended,
+whatever its end, and never cancels it.  The scheduler writes them (``overlap="queue"``, so a
+tick waits for the schedule's previous run); they are not the job's ``depends_on``.
+
 The race between the two directions is closed by locks: enqueue reads its dependencies
 ``FOR SHARE`` (SQLite: the single writer), so a dependency cannot end while its dependent is
 being written unseen; the ending transaction waits, then finds the new link and cancels it.
@@ -34,6 +38,7 @@ SUCCEEDED = JobState.SUCCEEDED.value
 CANCELLED = JobState.CANCELLED.value
 ENDED_BADLY = frozenset({JobState.FAILED, JobState.CANCELLED})
 """Final states that cancel a job's dependents."""
+ENDED_VALUES = sorted(state.value for state in ENDED_BADLY)
 CHUNK = 500
 """Ids per ``IN`` list or rows per INSERT: well under every backend's parameter limit."""
 
@@ -66,7 +71,11 @@ class SqlDependencies:
         return (
             select(links.c.depends_on)
             .join(parent, parent.c.id == links.c.depends_on)
-            .where(links.c.job_id == jobs.c.id, parent.c.state != SUCCEEDED)
+            .where(
+                links.c.job_id == jobs.c.id,
+                parent.c.state != SUCCEEDED,
+                or_(links.c.until_final == false(), parent.c.state.not_in(ENDED_VALUES)),
+            )
         )
 
     def prepare(
@@ -119,12 +128,16 @@ class SqlDependencies:
         return connection.execute(holding_key(jobs, row)).first() is not None
 
     def link(
-        self, connection: Connection, ids: Sequence[int], waits: Sequence[tuple[int, ...]]
+        self,
+        connection: Connection,
+        ids: Sequence[int],
+        waits: Sequence[tuple[int, ...]],
+        until_final: bool = False,
     ) -> None:
         """One row per (job, dependency); a duplicate (two identical unique requests racing)
         is skipped rather than failing the enqueue."""
         rows = [
-            {"job_id": job_id, "depends_on": parent}
+            {"job_id": job_id, "depends_on": parent, "until_final": until_final}
             for job_id, wait in zip(ids, waits, strict=True)
             for parent in wait
         ]
@@ -161,7 +174,9 @@ class SqlDependencies:
         links = self.links
         found: dict[int, list[int]] = defaultdict(list)
         for chunk in _chunks(ids):
-            query = select(links.c.job_id, links.c.depends_on).where(links.c.depends_on.in_(chunk))
+            query = select(links.c.job_id, links.c.depends_on).where(
+                links.c.depends_on.in_(chunk), links.c.until_final == false()
+            )
             for job_id, parent in connection.execute(query):
                 found[job_id].append(parent)
         if not found:
@@ -221,14 +236,18 @@ class SqlDependencies:
 
     def depends_on(self, connection: Connection, job_id: int) -> tuple[int, ...]:
         links = self.links
-        query = select(links.c.depends_on).where(links.c.job_id == job_id)
+        query = select(links.c.depends_on).where(
+            links.c.job_id == job_id, links.c.until_final == false()
+        )
         return tuple(connection.execute(query.order_by(links.c.depends_on)).scalars())
 
     def dependents(self, connection: Connection, job_id: int, limit: int) -> list[int]:
         """Jobs that depend on ``job_id``, lowest id first, read from the ``depends_on``
         index."""
         links = self.links
-        query = select(links.c.job_id).where(links.c.depends_on == job_id)
+        query = select(links.c.job_id).where(
+            links.c.depends_on == job_id, links.c.until_final == false()
+        )
         return list(connection.execute(query.order_by(links.c.job_id).limit(limit)).scalars())
 
     def forget(self, connection: Connection, job_ids: Sequence[int]) -> None:

@@ -3,15 +3,16 @@ the history never claims a change that did not happen nor misses one that did.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from rota.core.schedules import ScheduleChange
+from rota.core.schedules import ScheduleAction, ScheduleChange
 from rota.store.database import Database
-from rota.store.rows import change_values, to_change
 
 
 class ScheduleHistory:
@@ -47,3 +48,28 @@ class ScheduleHistory:
             return int(connection.execute(delete(table).where(table.c.id.in_(ids))).rowcount)
 
         return self.database.transaction(work)
+
+
+def to_change(data: Mapping[Any, Any]) -> ScheduleChange:
+    return ScheduleChange(
+        schedule=data["schedule"],
+        at=data["at"],
+        action=ScheduleAction(data["action"]),
+        actor=data["actor"],
+        old=json.loads(data["old"]) if data["old"] else None,
+        new=json.loads(data["new"]) if data["new"] else None,
+    )
+
+
+def change_values(change: ScheduleChange) -> dict[str, Any]:
+    def encoded(value: Mapping[str, Any] | None) -> str | None:
+        return None if value is None else json.dumps(dict(value), sort_keys=True)
+
+    return {
+        "schedule": change.schedule,
+        "at": change.at,
+        "action": change.action.value,
+        "actor": change.actor,
+        "old": encoded(change.old),
+        "new": encoded(change.new),
+    }

@@ -33,10 +33,9 @@ from rota.core.model import (
     NewJob,
     Progress,
 )
+from rota.core.overlap import Overlap
 from rota.core.schedules import (
     Schedule,
-    ScheduleAction,
-    ScheduleChange,
     ScheduleSource,
     ScheduleSpec,
     ScheduleState,
@@ -245,7 +244,11 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
     for column in ("priority", "version", "failures"):
         if not _integer(data[column]):
             problems.append(f"its {column} {data[column]!r} is not an integer")
-    if source is None or state is None or problems:
+    overlap = _member(Overlap, data["overlap"], "overlap", problems)
+    code_overlap = None
+    if data["code_overlap"] is not None:
+        code_overlap = _member(Overlap, data["code_overlap"], "code_overlap", problems)
+    if source is None or state is None or overlap is None or problems:
         return UnreadableRow("schedule", data["name"], "; ".join(problems))
     spec = ScheduleSpec(
         name=data["name"],
@@ -256,6 +259,7 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
         queue=data["queue"],
         priority=data["priority"],
         source=source,
+        overlap=overlap,
     )
     return Schedule(
         spec=spec,
@@ -266,6 +270,7 @@ def to_schedule(data: Mapping[Any, Any]) -> Schedule | UnreadableRow:
         updated_at=data["updated_at"],
         code_cron=data["code_cron"],
         code_tz=data["code_tz"],
+        code_overlap=code_overlap,
         version=data["version"],
         failures=data["failures"],
         failing=bool(data["failing"]),
@@ -278,31 +283,6 @@ def _member(kind: type[E], stored: object, column: str, problems: list[str]) -> 
     except ValueError:
         problems.append(f"its {column} {stored!r} is not one this rota knows")
         return None
-
-
-def to_change(data: Mapping[Any, Any]) -> ScheduleChange:
-    return ScheduleChange(
-        schedule=data["schedule"],
-        at=data["at"],
-        action=ScheduleAction(data["action"]),
-        actor=data["actor"],
-        old=json.loads(data["old"]) if data["old"] else None,
-        new=json.loads(data["new"]) if data["new"] else None,
-    )
-
-
-def change_values(change: ScheduleChange) -> dict[str, Any]:
-    def encoded(value: Mapping[str, Any] | None) -> str | None:
-        return None if value is None else json.dumps(dict(value), sort_keys=True)
-
-    return {
-        "schedule": change.schedule,
-        "at": change.at,
-        "action": change.action.value,
-        "actor": change.actor,
-        "old": encoded(change.old),
-        "new": encoded(change.new),
-    }
 
 
 def aware(value: datetime | None) -> datetime | None:

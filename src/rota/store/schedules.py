@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import JobState, NewJob
+from rota.core.overlap import Decision, Overlap, decide, skipped
 from rota.core.schedule_edits import Edit, created, definition, sync
 from rota.core.schedules import (
     Schedule,
@@ -30,10 +31,13 @@ from rota.core.schedules import (
 from rota.errors import StoreError
 from rota.store.database import Database
 from rota.store.history import ScheduleHistory
+from rota.store.overlap import SqlOverlap
 from rota.store.rows import aware, job_values, to_schedule
 from rota.store.values import UnreadableRow
 
 LIVE = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
+SCHEDULER = "scheduler"
+"""The actor of the history entries the scheduler writes (``runtime.services.actors``)."""
 ACTIONS = {
     ScheduleState.ACTIVE: ScheduleAction.RESUMED,
     ScheduleState.PAUSED: ScheduleAction.PAUSED,
@@ -48,6 +52,7 @@ class SqlSchedules:
         self.table = database.schema.schedules
         self.mine = database.mine(self.table)
         self.history = ScheduleHistory(database)
+        self.overlap = SqlOverlap(database)
 
     def named(self, name: str) -> ColumnElement[bool]:
         """The namespace's schedule of that name (names are unique within a namespace)."""
@@ -196,15 +201,24 @@ class SqlSchedules:
 
     def fire(
         self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime
-    ) -> bool:
-        """Enqueue ``jobs`` and move the schedule to ``next_run`` unless another instance did."""
+    ) -> Decision | None:
+        """Enqueue ``jobs`` as the schedule's overlap policy decides and move the schedule to
+        ``next_run``, unless another instance did (``None``).  Skipped ticks are recorded in
+        the history (actor ``scheduler``); a ``queue`` tick is linked to the runs it waits for."""
         table = self.table
-        last = max((job.scheduled_at for job in jobs if job.scheduled_at), default=None)
-        changes: dict[str, Any] = {"next_run_at": next_run}
-        if last is not None:
-            changes["last_run_at"] = last
+        policy = schedule.spec.overlap
 
-        def work(connection: Connection) -> bool:
+        def work(connection: Connection) -> Decision | None:
+            ticks = [job.scheduled_at for job in jobs if job.scheduled_at is not None]
+            unfinished: list[int] = []
+            if jobs and policy is not Overlap.ALLOW:
+                unfinished, fired = self.overlap.unfinished(connection, schedule.name, ticks)
+                ticks = [tick for tick in ticks if tick not in fired]
+            decision = decide(policy, ticks, unfinished)
+            kept = [job for job in jobs if job.scheduled_at in decision.enqueue]
+            changes: dict[str, Any] = {"next_run_at": next_run}
+            if decision.enqueue:
+                changes["last_run_at"] = max(decision.enqueue)
             moved = connection.execute(
                 update(table)
                 .where(
@@ -215,13 +229,28 @@ class SqlSchedules:
                 .values(changes)
             ).rowcount
             if not moved:
-                return False
-            if jobs:
+                return None
+            if kept:
                 namespace = {"namespace": self.database.namespace}
-                rows = [job_values(job, now) | namespace for job in jobs]
+                rows = [job_values(job, now) | namespace for job in kept]
                 insert = self.database.dialect.insert_ignoring_duplicates
                 connection.execute(insert(self.database.schema.jobs, rows))
-            return True
+                self.overlap.hold(connection, schedule.name, decision)
+            self.history.record(
+                connection,
+                [
+                    ScheduleChange(
+                        schedule.name,
+                        now,
+                        ScheduleAction.SKIPPED,
+                        SCHEDULER,
+                        None,
+                        skipped(tick, decision.unfinished),
+                    )
+                    for tick in decision.skipped
+                ],
+            )
+            return decision
 
         return self.database.transaction(work)
 

@@ -178,6 +178,8 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("version", Integer, nullable=False, server_default=text("0")),
         Column("failures", Integer, nullable=False, server_default=text("0")),
         Column("failing", Boolean, nullable=False, server_default=false()),
+        Column("overlap", String(8), nullable=False, server_default=text("'skip'")),
+        Column("code_overlap", String(8), nullable=True),
         Index(f"uq_{prefix}schedules_name", "namespace", "name", unique=True),
         Index(f"ix_{prefix}schedules_due", "namespace", "state", "next_run_at"),
         **MYSQL_TABLE_OPTIONS,
@@ -205,6 +207,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         metadata,
         Column("job_id", BigId, primary_key=True, autoincrement=False),
         Column("depends_on", BigId, primary_key=True, autoincrement=False),
+        Column("until_final", Boolean, nullable=False, server_default=false()),
         Index(f"ix_{prefix}dependencies_depends_on", "depends_on"),
         **MYSQL_TABLE_OPTIONS,
     )

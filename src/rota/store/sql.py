@@ -9,7 +9,7 @@ one shared ``Database``; what concerns the whole database goes to ``database.py`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
@@ -20,7 +20,7 @@ from rota.core.connection import DEFAULT_NAMESPACE, DEFAULT_TABLE_PREFIX, Connec
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
 from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection
-from rota.store.borrowed import Lender
+from rota.store.borrowed import Lender, lending
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
 from rota.store.events import EventSink, log_event
@@ -32,7 +32,7 @@ from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, jobs_channel
 from rota.store.signals import ListeningConnection
 from rota.store.unreadable import SqlUnreadable
-from rota.store.values import Outlook, SchemaStatus, ServerInfo, UnreadableRow
+from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 
 def open_store(
@@ -110,6 +110,9 @@ class SqlStore:
 
     def borrow(self, dbapi_connection: object) -> AbstractContextManager[CallerConnection]:
         return self._lender.borrow(dbapi_connection)
+
+    def lend_from(self, source: Callable[[], Loan | None] | None) -> None:
+        self.database.lending = None if source is None else lending(self._lender, source)
 
     def listen_for_jobs(self) -> ListeningConnection | None:
         if not self.database.dialect.announces_new_jobs:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import BigInteger, DateTime, Integer, Text
-from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import Dialect as SqlDialect
 from sqlalchemy.types import TypeDecorator
+
+
+class SQLiteDateTime(sqlite.DATETIME):
+    """SQLite's ``DATETIME``, read from a connection that has already parsed it: a Django
+    connection lent to rota (``borrowed``) parses declared types itself (``detect_types``)."""
+
+    def result_processor(self, dialect: SqlDialect, coltype: object) -> Any:
+        parse = super().result_processor(dialect, coltype)
+        if parse is None:
+            return None
+        return lambda value: value if isinstance(value, datetime) else parse(value)
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -18,7 +29,11 @@ class UtcDateTime(TypeDecorator[datetime]):
     session time zone; MySQL ``TIMESTAMP`` would also stop at 2038.
     """
 
-    impl = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+    impl = (
+        DateTime()
+        .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+        .with_variant(SQLiteDateTime(), "sqlite")  # type: ignore[no-untyped-call]
+    )
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: SqlDialect) -> datetime | None:

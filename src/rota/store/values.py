@@ -4,8 +4,10 @@ cannot be read, and an idle worker's outlook."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from rota.core.model import AttemptError, JobRef, JobState, Progress
 
@@ -124,3 +126,12 @@ class Applied:
 
     def __len__(self) -> int:
         return len(self.job_ids)
+
+
+@dataclass(frozen=True)
+class Loan:
+    """A DB-API connection its owner lends for one transaction of rota's (``Store.lend_from``),
+    and the lock that serialises its use when the owner shares it between threads."""
+
+    connection: object
+    serial: AbstractContextManager[Any] | None = None

@@ -104,7 +104,7 @@ def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: Sched
     assert schedules.fire(schedule, START + MINUTE, tick(), START)
     fired = schedules.get("nightly")
     assert fired is not None and (fired.next_run_at, fired.last_run_at) == (START + MINUTE, START)
-    assert schedules.fire(schedule, START + MINUTE, tick(), START) is False
+    assert schedules.fire(schedule, START + MINUTE, tick(), START) is None
     assert [(j.schedule, j.scheduled_at) for j in store.reads.jobs()] == [("nightly", START)]
     assert schedules.next_due() == START + MINUTE
 
@@ -118,7 +118,7 @@ def test_concurrent_fires_of_one_tick_enqueue_one_job(
 
     def fire() -> None:
         start.wait()
-        results.append(schedules.fire(schedule, START + MINUTE, tick(), START))
+        results.append(schedules.fire(schedule, START + MINUTE, tick(), START) is not None)
 
     threads = [threading.Thread(target=fire) for _ in range(4)]
     for thread in threads:

@@ -1,5 +1,6 @@
 """The Django app: ``settings.ROTA`` checked and every app's ``tasks.py`` imported at start-up;
-its templates link the admin to the dashboard (``rota.contrib.django.dashboard``)."""
+its templates link the admin to the dashboard (``rota.contrib.django.dashboard``); test
+databases prepare and release the project's Rota (``testdb``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.apps import AppConfig
 from django.core import checks
 from django.utils.module_loading import autodiscover_modules
 
-from rota.contrib.django import project
+from rota.contrib.django import project, testdb
 from rota.contrib.django.checks import admin_link
 
 
@@ -20,5 +21,6 @@ class RotaAppConfig(AppConfig):
         """A wrong ``ROTA`` setting fails the start (``ConfigError``), not the first job; then
         each installed app's ``tasks`` module registers its tasks on the project's Rota."""
         project.check()
+        testdb.install()
         checks.register(admin_link, checks.Tags.templates)
         autodiscover_modules("tasks")

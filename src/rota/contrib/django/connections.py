@@ -13,7 +13,9 @@ since closed (``wait_timeout``, a restart, ``KILL``) would fail the next job's f
 calls, as Django runs each request: connections past ``CONN_MAX_AGE`` (0, Django's default:
 every one) or broken by an error are closed, and with ``CONN_HEALTH_CHECKS`` a kept one is
 checked before its next use. Async handlers, whose ORM calls run in threads of asgiref's, and
-``isolation="process"`` handlers, which run in a child process, are left as they are.
+``isolation="process"`` handlers, which run in a child process, are left as they are. Under a
+``drain()`` inside a test's transaction a sync handler uses the test's connection instead
+(``sharing``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from django.db import close_old_connections, connections
 
+from rota.contrib.django import sharing
 from rota.tasks import TaskDefinition
 
 
@@ -45,6 +48,9 @@ class RequestTask(TaskDefinition):
     ``close_old_connections()`` calls, in the thread that runs it."""
 
     def call(self, ctx: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if sharing.active():  # a drain inside a test's transaction: its connection, kept open
+            with sharing.joined():
+                return super().call(ctx, args, kwargs)
         close_old_connections()
         try:
             return super().call(ctx, args, kwargs)

@@ -6,13 +6,15 @@ would pass its driver goes into the URL's query, as SQLAlchemy passes it on: a s
 as ``HOST``, and the ``OPTIONS`` (MySQL's ``ssl`` dict as ``ssl_ca``, ``ssl_cert``...), less the
 few that are Django's own (``isolation_level``, ``pool``...). An option the URL cannot carry is
 a ``ConfigError`` naming it rather than a connection made without it (without its TLS, say).
-SQLite needs only the file: its options shape Django's own connections.
+SQLite needs only the file (or the URI of a test runner's in-memory database): its options
+shape Django's own connections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from rota.errors import ConfigError
 from rota.store.urls import url_from_parts
@@ -65,7 +67,7 @@ def database_url(vendor: str, settings: Mapping[str, Any], driver: str) -> str:
         raise ConfigError(f"{driver!r} is not a {vendor} driver rota can use: one of {choices}")
     drivername = f"{vendor}+{driver}"
     if vendor == "sqlite":
-        return url_from_parts(drivername, database=str(settings.get("NAME") or ""))
+        return sqlite_url(drivername, str(settings.get("NAME") or ""))
     host = str(settings.get("HOST") or "") or None
     query = options_query(vendor, settings.get("OPTIONS") or {})
     if host is not None and host.startswith("/"):  # a Unix socket (MySQL) or its directory (PG)
@@ -81,6 +83,17 @@ def database_url(vendor: str, settings: Mapping[str, Any], driver: str) -> str:
         database=str(settings.get("NAME") or "") or None,
         query=query,
     )
+
+
+def sqlite_url(drivername: str, name: str) -> str:
+    """The URL of a SQLite file, or of the shared in-memory database a test runner names with
+    a ``file:`` URI (``file:memorydb_default?mode=memory&cache=shared``): opened as that URI,
+    it is Django's own in-memory database, not a file of that name."""
+    path, _, given = name.partition("?")
+    query = dict(parse_qsl(given))
+    if not name.startswith("file:") or query.get("mode") != "memory":
+        return url_from_parts(drivername, database=name)
+    return url_from_parts(drivername, database=path, query={**query, "uri": "true"})
 
 
 def options_query(vendor: str, options: Mapping[str, Any]) -> dict[str, str]:

@@ -9,8 +9,8 @@ the test database included. ``queue`` checks that this is still the database it 
 
 from __future__ import annotations
 
-import asyncio
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -21,19 +21,40 @@ from django.utils.module_loading import import_string
 
 from rota.app import Rota
 from rota.contrib.django import connections as django_connections
-from rota.contrib.django import discovery, options
+from rota.contrib.django import discovery, options, sharing
 from rota.contrib.django.databases import backend_driver, database_url
 from rota.core.events import EventName
 from rota.core.model import DrainResult
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
 from rota.observe.events import EventLog, Hook
-from rota.store import CallerConnection
+from rota.store import CallerConnection, Loan
 from rota.tasks import TaskDefinition, TaskRegistry
 
 NEW, BUILDING, BUILT = "new", "building", "built"
+ROTA_ATTRIBUTES = frozenset(
+    {
+        "_completions",
+        "_config",
+        "_control",
+        "_database_named",
+        "_enqueuing",
+        "_host",
+        "_inspection",
+        "_readiness",
+        "_schedules",
+        "clock",
+        "events",
+        "store",
+        "telemetry",
+    }
+)
+"""What ``Rota.__init__`` sets on an instance (a test compares them): the names that build a
+``DjangoRota`` when first read. ``registry`` is set before the build."""
 _project: DjangoRota | None = None
 _project_lock = threading.Lock()
+built: weakref.WeakSet[DjangoRota] = weakref.WeakSet()
+"""Every DjangoRota built in this process, whose pool ``testdb`` closes with its database."""
 
 
 def get_rota() -> DjangoRota:
@@ -96,8 +117,11 @@ class DjangoRota(Rota):
 
     def __getattr__(self, name: str) -> Any:
         """Only what ``Rota.__init__`` sets can be missing: build (or wait for the thread that
-        is building), then look again."""
-        if name.startswith("__") or self.__dict__.get("_state", BUILT) == BUILT:
+        is building), then look again. Any other name is missing, built or not: a probe of
+        pytest's, ``mock``'s or ``inspect``'s (``_mock_name``, ``__wrapped__``) never builds the
+        Rota, as its import at the top of a test module would then settle its database before
+        the test runner switches to the test database."""
+        if name not in ROTA_ATTRIBUTES or self.__dict__.get("_state", BUILT) == BUILT:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         self._build()
         return object.__getattribute__(self, name)
@@ -123,7 +147,29 @@ class DjangoRota(Rota):
                 self.events.on(event, hook)
             self._alias = chosen.database
             self._where = _where(connections[chosen.database].settings_dict)
+            self.store.lend_from(self._loan)
             self._state = BUILT
+            built.add(self)
+
+    def _loan(self) -> Loan | None:
+        """The connection of Django's each of the store's transactions runs on: the one a
+        drain shares (``sharing``), else this thread's while it holds a transaction open (a
+        view under ``ATOMIC_REQUESTS``, a test), whose uncommitted jobs rota then reads."""
+        shared = sharing.loan(self._alias)
+        if shared is not None:
+            return shared
+        lent = django_connections.transaction_connection(self._alias)
+        return None if lent is None else Loan(lent)
+
+    def drain(self, queue: str | None = None) -> DrainResult:
+        """``Rota.drain``; inside a transaction of Django's on the Rota's database (a
+        ``TestCase``'s), on that connection and in that transaction, one job at a time
+        (``sharing``)."""
+        self._build()
+        if django_connections.transaction_connection(self._alias) is None:
+            return super().drain(queue)
+        with sharing.share(self._alias):
+            return super().drain(queue)
 
     def _task_backends(self) -> list[Any]:
         """The ``django.tasks`` backends of ``TASKS`` that send their tasks to this Rota."""
@@ -155,7 +201,7 @@ class DjangoRota(Rota):
         """``Rota.adrain``, once the ``django.tasks`` tasks of pending jobs defined outside a
         ``tasks.py`` are found (as a worker finds them while it runs)."""
         self._build()
-        await asyncio.to_thread(self._find_named_tasks)
+        self._find_named_tasks()  # in the caller's thread: on a connection ``drain`` shares
         return await super().adrain(queue)
 
     def prepare(self) -> None:

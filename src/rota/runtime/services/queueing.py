@@ -7,6 +7,7 @@ import functools
 from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
+from typing import TypeAlias
 
 from rota.core.model import WorkerInfo
 from rota.enqueue import Enqueue, Target, build, resolve, task_names
@@ -14,6 +15,11 @@ from rota.observe.otel import Telemetry
 from rota.runtime.common import Common, Gate
 from rota.store.base import CallerConnection
 from rota.tasks import Handler
+
+Lent: TypeAlias = "CallerConnection | None"
+"""The caller's connection a write goes through, if any."""
+Stamped: TypeAlias = "tuple[list[int], datetime]"
+"""Job ids, and the ``created_at`` they were written with."""
 
 
 class Enqueuing:

@@ -19,6 +19,7 @@ from rota.core import checks, payload, schedule_edits
 from rota.core.cron import Cron
 from rota.core.events import EventName
 from rota.core.names import check_name, name_problem
+from rota.core.overlap import overlap_policy
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import (
     Schedule,
@@ -56,6 +57,7 @@ def code_spec(definition: TaskDefinition, arguments: str) -> ScheduleSpec:
         queue=definition.queue,
         priority=definition.priority,
         source=ScheduleSource.CODE,
+        overlap=overlap_policy(definition.overlap, ConfigError),
     )
 
 
@@ -152,10 +154,12 @@ class ScheduleControl:
         kwargs: Mapping[str, Any],
         queue: str | None,
         priority: int | None,
+        overlap: str,
     ) -> str:
         """Create or update a runtime schedule by name; a code schedule's name is refused."""
         self.gate.ensure_ready()
         checked = Cron(cron, tz)
+        policy = overlap_policy(overlap, ConfigError)
         target = self.resolve(task)
         if target.definition is not None:
             target.definition.check_arguments(args, kwargs)
@@ -171,6 +175,7 @@ class ScheduleControl:
             queue=target.queue if queue is None else queue,
             priority=default_priority if priority is None else priority,
             source=ScheduleSource.RUNTIME,
+            overlap=policy,
         )
         check_name("schedule", spec.name, ConfigError)
         check_name("queue", spec.queue, ConfigError)
@@ -183,19 +188,30 @@ class ScheduleControl:
         return spec.name
 
     def update(
-        self, name: str, cron: str | None, tz: str | None, version: int | None = None
+        self,
+        name: str,
+        cron: str | None,
+        tz: str | None,
+        overlap: str | None = None,
+        version: int | None = None,
     ) -> Schedule:
-        """Change a live schedule's rule, from its first tick at or after now: an override of
-        a code schedule, an update of a runtime one.  A compare-and-set on the version read
-        (or on ``version``, the one the caller showed its user): if the schedule changed
-        meanwhile, ``ScheduleConflict`` and nothing is written."""
-        if cron is None and tz is None:
-            raise InvalidArguments("update_schedule needs cron=, tz= or both")
+        """Change a live schedule's rule (cron, time zone, overlap policy), from its first tick
+        at or after now: an override of a code schedule, an update of a runtime one.  A
+        compare-and-set on the version read (or on ``version``, the one the caller showed its
+        user): if the schedule changed meanwhile, ``ScheduleConflict`` and nothing is
+        written."""
+        if cron is None and tz is None and overlap is None:
+            raise InvalidArguments("update_schedule needs cron=, tz=, overlap= or some of them")
+        policy = None if overlap is None else overlap_policy(overlap, InvalidArguments)
         schedule = self.seen_at(self.live(name, "change"), version)
-        cron = schedule.spec.cron if cron is None else cron
-        tz = schedule.spec.tz if tz is None else tz
+        spec = schedule.spec
+        rule = (
+            spec.cron if cron is None else cron,
+            spec.tz if tz is None else tz,
+            spec.overlap if policy is None else policy,
+        )
         now = self.clock.now()
-        edit = schedule_edits.update(schedule, cron, tz, Cron(cron, tz).first_run(now))
+        edit = schedule_edits.update(schedule, rule, Cron(rule[0], rule[1]).first_run(now))
         changed = self._change(schedule, edit, now)
         self.gate.wake_scheduler()
         return changed
@@ -206,9 +222,9 @@ class ScheduleControl:
         schedule = self.seen_at(self.live(name, "reset"), version)
         if not schedule.overridden:
             return False
-        assert schedule.code_cron is not None and schedule.code_tz is not None
+        cron, tz, _ = schedule_edits.code_rule(schedule)
         now = self.clock.now()
-        first_run = Cron(schedule.code_cron, schedule.code_tz).first_run(now)
+        first_run = Cron(cron, tz).first_run(now)
         self._change(schedule, schedule_edits.reset(schedule, first_run), now)
         self.gate.wake_scheduler()
         return True
@@ -322,5 +338,9 @@ class ScheduleControl:
 
 
 def rule(values: Mapping[str, Any]) -> str:
-    """A rule as events show it: ``cron (tz)``."""
-    return f"{values.get('cron')} ({values.get('tz')})"
+    """A rule as events show it: ``cron (tz)``, with ``overlap=...`` when it is part of it."""
+    if "overlap" not in values:
+        return f"{values.get('cron')} ({values.get('tz')})"
+    if "cron" not in values and "tz" not in values:
+        return f"overlap={values['overlap']}"
+    return f"{values.get('cron')} ({values.get('tz')}) overlap={values['overlap']}"

@@ -69,9 +69,19 @@ def fire_due(
             catchup=settings.catchup_missed,
             max_missed=settings.max_missed_runs,
         )
-        jobs = [schedule_job(schedule, tick, registry) for tick in decided.ticks]
-        if not store.fire(schedule, decided.next_run, jobs, now):
+        planned = [schedule_job(schedule, tick, registry) for tick in decided.ticks]
+        fired_ticks = store.fire(schedule, decided.next_run, planned, now)
+        if fired_ticks is None:
             continue
+        jobs = [job for job in planned if job.scheduled_at in fired_ticks.enqueue]
+        for tick in fired_ticks.skipped:
+            events.emit(
+                EventName.SCHEDULE_SKIPPED,
+                schedule=schedule.name,
+                task=schedule.spec.task,
+                scheduled_at=tick.isoformat(),
+                unfinished=list(fired_ticks.unfinished),
+            )
         if decided.missed:
             events.emit(
                 EventName.SCHEDULE_MISSED,

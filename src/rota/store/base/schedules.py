@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.core.model import NewJob
+from rota.core.overlap import Decision
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
 
@@ -47,10 +48,13 @@ class ScheduleStore(Protocol):
 
     def fire(
         self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime
-    ) -> bool:
-        """Insert the tick jobs and advance ``next_run_at`` if it still equals the value read.
+    ) -> Decision | None:
+        """Insert the tick jobs the schedule's overlap policy lets through and advance
+        ``next_run_at`` if it still equals the value read, in one transaction: what was
+        decided (``rota.core.overlap``).  Ticks skipped are recorded in the history; ``queue``
+        ticks are linked to the unfinished runs they wait for.
 
-        ``False`` means another instance fired first; nothing is written and nothing raised.
+        ``None`` means another instance fired first; nothing is written and nothing raised.
         A job whose ``(schedule, scheduled_at)`` already exists is skipped.
         """
         ...

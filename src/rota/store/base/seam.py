@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -13,7 +13,7 @@ from rota.store.base.cluster import ClusterStore
 from rota.store.base.jobs import CallerConnection, FinishedStore, JobStore
 from rota.store.base.reads import ReadStore
 from rota.store.base.schedules import ScheduleStore
-from rota.store.values import Outlook, SchemaStatus, ServerInfo, UnreadableRow
+from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 MIGRATION_LOCK_TIMEOUT = 120.0
 """Seconds ``migrate`` waits for another process's migration of the same tables."""
@@ -108,6 +108,13 @@ class Store(Protocol):
         ``enqueue(connection=...)`` in the transaction the owner holds open: rota never
         commits, rolls back nor closes it.  The connection must come from this store's driver
         (``ConfigError`` otherwise)."""
+        ...
+
+    def lend_from(self, source: Callable[[], Loan | None] | None) -> None:
+        """Run each transaction of the store's on the connection ``source`` lends at that
+        moment (``None``: on the store's own), in a savepoint of its owner's transaction:
+        rota's reads and writes then see, and join, what the owner has not committed (a test
+        inside Django's ``TestCase``). ``None`` stops it."""
         ...
 
     def unreadable(self, limit: int) -> list[UnreadableRow]:

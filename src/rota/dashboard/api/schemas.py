@@ -1,0 +1,190 @@
+"""The shapes of the HTTP API's bodies and answers, as OpenAPI 3.0 schemas (``openapi`` puts
+them in its document's ``components``); ``encoding`` writes the answers they describe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rota.core.model import JobState
+from rota.core.schedules import ScheduleAction, ScheduleSource, ScheduleState
+
+Schema = dict[str, Any]
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+BOOL: Schema = {"type": "boolean"}
+TIME: Schema = {"type": "string", "format": "date-time"}
+ANY: Schema = {}
+JOB_STATES = [state.value for state in JobState if state is not JobState.UNKNOWN]
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def null(schema: Schema) -> Schema:
+    return {**schema, "nullable": True}
+
+
+def obj(properties: dict[str, Schema], optional: tuple[str, ...] = ()) -> Schema:
+    """A closed object whose members are all present but those in ``optional``."""
+    required = [key for key in properties if key not in optional]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def tally(values: Schema) -> Schema:
+    return {"type": "object", "additionalProperties": values}
+
+
+ERROR = obj({"error": obj({"code": STR, "message": STR})})
+ATTEMPT_ERROR = obj(
+    {"attempt": INT, "at": TIME, "code": STR, "type": STR, "message": STR, "traceback": STR}
+)
+PROGRESS = obj({"fraction": {"type": "number", "minimum": 0, "maximum": 1}, "note": null(STR)})
+STATE = {
+    "type": "string",
+    "description": f"one of {', '.join(JOB_STATES)}, or the text of a "
+    "state this rota does not know",
+}
+SUMMARY = obj(
+    {
+        "id": INT,
+        "task": STR,
+        "queue": STR,
+        "state": STATE,
+        "attempt": INT,
+        "max_attempts": null(INT),
+        "run_at": TIME,
+        "started_at": null(TIME),
+        "finished_at": null(TIME),
+        "schedule": null(STR),
+        "failures": INT,
+        "last_error": null(ATTEMPT_ERROR),
+        "progress": null(PROGRESS),
+    }
+)
+JOB = obj(
+    {
+        "id": INT,
+        "namespace": STR,
+        "task": STR,
+        "queue": STR,
+        "state": STATE,
+        "args": {"type": "array", "items": ANY},
+        "kwargs": tally(ANY),
+        "attempt": INT,
+        "max_attempts": null(INT),
+        "priority": INT,
+        "run_at": TIME,
+        "created_at": TIME,
+        "started_at": null(TIME),
+        "finished_at": null(TIME),
+        "schedule": null(STR),
+        "scheduled_at": null(TIME),
+        "manual": BOOL,
+        "unique_key": null(STR),
+        "depends_on": {"type": "array", "items": INT},
+        "cancel_requested": BOOL,
+        "progress": null(PROGRESS),
+        "result": {**ANY, "nullable": True},
+        "errors": {"type": "array", "items": ATTEMPT_ERROR},
+        "problem": null({**STR, "description": "why the stored row cannot be read"}),
+    }
+)
+SCHEDULE = obj(
+    {
+        "name": STR,
+        "task": STR,
+        "cron": STR,
+        "tz": STR,
+        "queue": STR,
+        "priority": INT,
+        "source": {"type": "string", "enum": [source.value for source in ScheduleSource]},
+        "state": {"type": "string", "enum": [state.value for state in ScheduleState]},
+        "next_run_at": TIME,
+        "last_run_at": null(TIME),
+        "created_at": TIME,
+        "updated_at": TIME,
+        "overridden": BOOL,
+        "code_cron": null(STR),
+        "code_tz": null(STR),
+        "version": INT,
+        "failures": INT,
+        "failing": BOOL,
+    }
+)
+CHANGE = obj(
+    {
+        "schedule": STR,
+        "at": TIME,
+        "action": {"type": "string", "enum": [action.value for action in ScheduleAction]},
+        "actor": STR,
+        "old": null(tally(ANY)),
+        "new": null(tally(ANY)),
+    }
+)
+COUNTS = obj(
+    {
+        "by_state": tally(INT),
+        "by_queue": tally(tally(INT)),
+        "by_task": tally(tally(INT)),
+        "finished_since": null(TIME),
+        "total": INT,
+    }
+)
+QUEUE = obj({"name": STR, "paused": BOOL, "counts": tally(INT)})
+HEALTH = obj(
+    {
+        "status": {"type": "string", "enum": ["ok"]},
+        "namespace": STR,
+        "database": obj({"product": STR, "version": STR}),
+        "schema": STR,
+        "workers": INT,
+    }
+)
+ENQUEUE = obj(
+    {
+        "task": {**STR, "minLength": 1, "maxLength": 255},
+        "args": {"type": "array", "items": ANY},
+        "kwargs": tally(ANY),
+        "delay": {"type": "number", "minimum": 0, "description": "seconds from now"},
+        "run_at": {**TIME, "description": "with its UTC offset"},
+        "priority": {**INT, "minimum": -1000, "maximum": 1000, "description": "lower first"},
+        "queue": {**STR, "minLength": 1, "maxLength": 64},
+        "unique_key": {**STR, "minLength": 1, "maxLength": 255},
+        "depends_on": {"type": "array", "items": {**INT, "minimum": 1}},
+    },
+    optional=("args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key", "depends_on"),
+)
+EDIT = obj(
+    {"cron": STR, "tz": STR, "version": {**INT, "minimum": 0}},
+    optional=("cron", "tz", "version"),
+)
+RESET = obj({"version": {**INT, "minimum": 0}}, optional=("version",))
+SCHEMAS = {
+    "Error": ERROR,
+    "JobSummary": SUMMARY,
+    "Job": JOB,
+    "Schedule": SCHEDULE,
+    "ScheduleChange": CHANGE,
+    "Counts": COUNTS,
+    "Queue": QUEUE,
+    "Health": HEALTH,
+    "Enqueue": ENQUEUE,
+    "ScheduleEdit": EDIT,
+    "ScheduleReset": RESET,
+    "Created": obj({"id": INT}),
+    "JobList": obj(
+        {"jobs": {"type": "array", "items": ref("JobSummary")}, "limit": INT, "offset": INT}
+    ),
+    "JobAction": obj({"changed": BOOL, "job": ref("Job")}),
+    "ScheduleList": obj({"schedules": {"type": "array", "items": ref("Schedule")}}),
+    "ScheduleActionResult": obj({"changed": BOOL, "schedule": ref("Schedule")}),
+    "History": obj({"changes": {"type": "array", "items": ref("ScheduleChange")}}),
+    "QueueList": obj({"queues": {"type": "array", "items": ref("Queue")}}),
+    "QueueAction": obj({"changed": BOOL, "queue": STR, "paused": BOOL}),
+}
