@@ -71,6 +71,7 @@ class SqlCluster:
     def set_queues_paused(self, names: Sequence[str], paused: bool, now: datetime) -> list[str]:
         """Pause or resume the namespace's queues by name; return those whose state changed."""
         queues, mine = self.schema.queues, self.database.mine(self.schema.queues)
+        namespace = self.database.namespace
 
         def work(connection: Connection) -> list[str]:
             known = {
@@ -88,8 +89,12 @@ class SqlCluster:
                         .values(paused=paused, updated_at=now)
                     )
                 else:
-                    row = {"name": name, "paused": paused, "updated_at": now}
-                    row["namespace"] = self.database.namespace
+                    row = {
+                        "namespace": namespace,
+                        "name": name,
+                        "paused": paused,
+                        "updated_at": now,
+                    }
                     connection.execute(
                         self.database.dialect.insert_ignoring_duplicates(queues, [row])
                     )
