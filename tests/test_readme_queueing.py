@@ -57,4 +57,5 @@ def test_the_readme_tasks_and_queueing_examples_queue_jobs_that_succeed(tmp_path
     assert len(jobs) == 9 and {job.state for job in jobs} == {JobState.SUCCEEDED}
     assert (result.succeeded, result.failed, result.retried) == (9, 0, 0)
     assert all(job.attempt == 1 for job in jobs)
+    rota.store.dispose()
     engine.dispose()

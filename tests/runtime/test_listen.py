@@ -12,14 +12,16 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
+import psycopg
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 from rota import JobContext, Rota
 from rota.core.model import NewJob
+from rota.errors import TransientStoreError
 from rota.testing import VirtualClock
 from tests.conftest import drop_prefixed_tables, server_url
-from tests.helpers import eventually
+from tests.helpers import eventually, sql_store
 
 START = datetime(2026, 3, 2, 9, 0, 30, tzinfo=timezone.utc)
 PAYLOAD = '{"v":1,"args":[],"kwargs":{}}'
@@ -95,5 +97,23 @@ def test_other_backends_announce_nothing(backend: str, tmp_path: object) -> None
     rota = Rota(url, table_prefix=f"t{uuid.uuid4().hex[:10]}_")
     try:
         assert rota.store.listen_for_jobs() is None
+    finally:
+        rota.store.dispose()
+
+
+def test_a_driver_error_while_reconnecting_is_a_store_error(prefix: str) -> None:
+    """A server restarting answers the connection attempt and then fails its first statements:
+    psycopg's own error, which the pool's raw connection does not wrap, is still the store's
+    ``TransientStoreError``, logged by the listen loop as a warning without a traceback."""
+    rota = Rota(server_url("postgres"), table_prefix=prefix)
+
+    def shutting_down(dbapi_connection: object, record: object) -> None:
+        raise psycopg.OperationalError("the database system is shutting down")
+
+    try:
+        rota.store.dispose()
+        event.listen(sql_store(rota).engine, "connect", shutting_down)
+        with pytest.raises(TransientStoreError, match="shutting down"):
+            rota.store.listen_for_jobs()
     finally:
         rota.store.dispose()

@@ -19,7 +19,7 @@ from rota import Rota
 from rota.config import RotaConfig
 from rota.core.connection import ConnectionSettings
 from rota.errors import ConfigError, TransientStoreError
-from tests.conftest import Database
+from tests.conftest import START, Database
 from tests.helpers import sql_store
 
 
@@ -147,3 +147,32 @@ def test_a_row_lock_wait_below_read_timeout_is_a_conflict_not_a_lost_connection(
             connection.execute(text(f"DROP TABLE IF EXISTS {table}"))
         holder.dispose()
         database.engine.dispose()
+
+
+@pytest.mark.parametrize("options", [None, "-c statement_timeout=0"])
+def test_no_postgres_claim_compiles_jit_code(postgres: Database, options: str | None) -> None:
+    """Even priced past every JIT threshold (``jit_above_cost`` 0 here, where autovacuum's
+    statistics once put a real claim), a claim runs without compiling; options of the URL are
+    kept beside rota's."""
+    url = postgres.url + (f"?options={options.replace(' ', '%20')}" if options else "")
+    rota = Rota(url, table_prefix=postgres.prefix)
+    rota.jobs()
+    store = sql_store(rota)
+    query = store.jobs.claim_query(["a", "b"], ["noop"], 16, START)
+    sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+    try:
+        with store.engine.begin() as connection:
+            assert connection.execute(text("SHOW jit")).scalar_one() == "off"
+            connection.execute(text("SET LOCAL jit_above_cost = 0"))
+            plan = "\n".join(row[0] for row in connection.execute(text(f"EXPLAIN ANALYZE {sql}")))
+            if options:
+                assert connection.execute(text("SHOW statement_timeout")).scalar_one() == "0"
+        assert "JIT" not in plan, plan
+        with store.engine.begin() as connection:
+            connection.execute(text("SET LOCAL jit = on"))
+            assert connection.execute(text("SELECT pg_jit_available()")).scalar_one()
+            connection.execute(text("SET LOCAL jit_above_cost = 0"))
+            plan = "\n".join(row[0] for row in connection.execute(text(f"EXPLAIN ANALYZE {sql}")))
+        assert "JIT" in plan, "this server compiles when asked: the check above can fail"
+    finally:
+        store.engine.dispose()

@@ -110,3 +110,4 @@ def test_0011_puts_every_old_row_in_the_default_namespace(db: Database) -> None:
     assert paused == ["mail"]
     for rota in (default, billing):
         rota.store.dispose()
+    store.dispose()

@@ -26,10 +26,12 @@ class ListeningConnection:
 
     def __init__(self, database: Database, channel: str) -> None:
         """Connecting fails as any store call does; listening, or a connection lost later,
-        with a ``TransientStoreError``."""
+        with a ``TransientStoreError``. So does a driver error of the connection's set-up
+        (a server restarting accepts it, then fails its first statements), which the pool's
+        raw connection, unlike a store call's, passes on unwrapped."""
         self._hide = database.hide_secrets
         self._driver_error: type[Exception] = database.engine.dialect.loaded_dbapi.Error
-        with database.translate_errors():
+        with self._lost(), database.translate_errors():
             proxied = database.engine.raw_connection()
         connection = proxied.driver_connection
         assert connection is not None
