@@ -24,11 +24,13 @@ from tests.helpers import sql_store
 LEASE = timedelta(seconds=30)
 
 
-def claim_ids(rota: Rota, worker: str, limit: int, now: datetime) -> list[int]:
+def claim_ids(
+    rota: Rota, worker: str, limit: int, now: datetime, queues: tuple[str, ...] = ("default",)
+) -> list[int]:
     """One claim as a worker of ``rota``'s tasks makes it, with their limits."""
     tasks = [task.name for task in rota.registry]
     limits = {task.name: task.limits for task in rota.registry if task.limits}
-    jobs = rota.store.jobs.claim(worker, ["default"], tasks, limit, now, now + LEASE, limits)
+    jobs = rota.store.jobs.claim(worker, list(queues), tasks, limit, now, now + LEASE, limits)
     return [job.id for job in jobs]
 
 
@@ -70,6 +72,27 @@ def test_hot_key_does_not_block_cold_keys(make_rota: Callable[..., Rota], clock:
     third = claim_ids(rota, "w3", 10, now)
     assert set(third) == set(cold[19:])
     assert {rota.job(i).state for i in hot[1:]} == {JobState.PENDING}
+
+
+def test_a_hot_key_ahead_in_every_queue_does_not_block_a_pool_of_queues(
+    make_rota: Callable[..., Rota], clock: FakeClock
+) -> None:
+    """Each queue's best rows are read with the keys known full left out, so the jobs of a
+    held key at the head of every queue do not hide those behind them."""
+    rota = make_rota()
+
+    @rota.task(concurrency_limit=1, concurrency_key="{key}")
+    def work(ctx: JobContext, key: str) -> None: ...
+
+    queues = ("a", "b", "c")
+    hot = [rota.queue(work, "hot", queue=queue) for _ in range(30) for queue in queues]
+    cold = [rota.queue(work, f"cold-{i}", queue=queues[i % 3]) for i in range(12)]
+    now = clock.now()
+    first = claim_ids(rota, "w1", 5, now, queues)
+    assert first[0] == hot[0] and set(first[1:]) <= set(cold) and len(first) == 5
+    second = claim_ids(rota, "w2", 10, now, queues)
+    assert set(second) == set(cold) - set(first)
+    assert claim_ids(rota, "w3", 10, now, queues) == []
 
 
 def test_a_dead_workers_slot_frees_when_its_lease_expires(

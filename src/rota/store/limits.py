@@ -41,8 +41,9 @@ from rota.store.rows import RUNNING
 ROUNDS = 4
 """Candidate queries per claim at most: each one looks past the keys the previous found full."""
 
-CandidateQuery = Callable[[int], Select[Any]]
-"""The plain candidate query (due, pending, open queue, known task) for up to n jobs."""
+CandidateQuery = Callable[[int, Sequence[ColumnElement[bool]]], Select[Any]]
+"""The plain candidate query (due, pending, open queue, known task) for up to n jobs that
+also meet the conditions given (which the query applies before its limit)."""
 
 
 @dataclass
@@ -100,16 +101,16 @@ class FlowClaims:
         chosen: list[dict[str, Any]] = []
         for _ in range(ROUNDS):
             want = limit - len(chosen)
-            query = candidates(want)
+            also: list[ColumnElement[bool]] = []
             if full is not None:
-                query = query.where(_outside(jobs.c.concurrency_key, full))
+                also.append(_outside(jobs.c.concurrency_key, full))
             if blocked:
-                query = query.where(_outside(jobs.c.concurrency_key, blocked))
+                also.append(_outside(jobs.c.concurrency_key, blocked))
             if blocked_rates:
-                query = query.where(_outside(jobs.c.rate_key, blocked_rates))
+                also.append(_outside(jobs.c.rate_key, blocked_rates))
             if chosen:
-                query = query.where(jobs.c.id.not_in([row["id"] for row in chosen]))
-            rows = [dict(row._mapping) for row in connection.execute(query)]
+                also.append(jobs.c.id.not_in([row["id"] for row in chosen]))
+            rows = [dict(row._mapping) for row in connection.execute(candidates(want, also))]
             self._fill_keys(connection, rows, flows)
             found = [_candidate(row) for row in rows]
             concurrency, rates = _limited_keys(found, flows)

@@ -226,8 +226,10 @@ class Dialect:
     def release_lock(self, connection: Connection, name: str) -> None:
         """Release what ``take_lock`` took."""
 
-    def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
-        return query.with_for_update(skip_locked=True)
+    def lock_for_claim(self, query: Select[Any], of: Table | None = None) -> Select[Any]:
+        """Lock the rows ``query`` reads (of ``of`` alone, when it also reads a derived table),
+        skipping those another transaction holds."""
+        return query.with_for_update(skip_locked=True, of=of)
 
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
         """An INSERT that skips rows hitting a unique key instead of failing the transaction.

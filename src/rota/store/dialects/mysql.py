@@ -217,6 +217,11 @@ class MySQLDialect(Dialect):
             ids.extend(range(first, first + len(chunk) * step, step))
         return ids
 
+    def lock_for_claim(self, query: Select[Any], of: Table | None = None) -> Select[Any]:
+        """Without ``OF``, which MariaDB lacks: InnoDB locks the rows of tables it reads, and
+        a derived table's are none of them."""
+        return query.with_for_update(skip_locked=True)
+
     def claim(
         self,
         connection: Connection,

@@ -60,7 +60,7 @@ class SQLiteDialect(Dialect):
     def describe_server(self, connection: Connection) -> ServerInfo:
         return ServerInfo(self.product, server_version(connection), "single writer")
 
-    def lock_for_claim(self, query: Select[Any]) -> Select[Any]:
+    def lock_for_claim(self, query: Select[Any], of: Table | None = None) -> Select[Any]:
         return query
 
     def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
