@@ -13,7 +13,7 @@ from rota import JobContext, JobState, Rota
 from rota.core.clock import SystemClock
 from tests.helpers import eventually
 
-LEASE = 1.2
+LEASE = 2.0
 """Long enough that a heartbeat delayed by a loaded CI machine (four test processes on two
 cores) still lands inside the lease: the test is about heartbeats running at all during a
 drain, which a lapse of many leases would show, not about their latency."""
@@ -43,7 +43,7 @@ def test_a_drained_job_longer_than_the_lease_is_not_rescued_by_a_running_worker(
         async with live:  # its rescue loop looks for expired leases every poll
             result = await draining
             assert result.succeeded == 1
-            await asyncio.sleep(LEASE * 2)
+            await asyncio.sleep(LEASE)
 
     asyncio.run(scenario())
     job = drainer.job(job_id)
