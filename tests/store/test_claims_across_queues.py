@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from rota import JobContext, Rota
+from rota import Rota
 from rota.core.model import NewJob
 from rota.testing import FakeClock
 from tests.conftest import Database
@@ -26,14 +26,17 @@ QUEUES = [f"q{i}" for i in range(20)]
 LIMIT = 10
 
 
+def serving_noop(database: Database, clock: FakeClock) -> Rota:
+    """A Rota with one task, ``noop``, and its tables made."""
+    rota = Rota(database.url, table_prefix=database.prefix, clock=clock)
+    rota.task(name="noop")(lambda ctx: None)
+    rota.jobs()
+    return rota
+
+
 @pytest.fixture
 def rota(db: Database, clock: FakeClock) -> Iterator[Rota]:
-    rota = Rota(db.url, table_prefix=db.prefix, clock=clock)
-
-    @rota.task
-    def noop(ctx: JobContext) -> None: ...
-
-    rota.jobs()
+    rota = serving_noop(db, clock)
     yield rota
     rota.store.dispose()
 
@@ -113,12 +116,7 @@ def _rows_read(connection: Connection, sql: str, postgres: bool) -> int:
 def test_a_claim_reads_and_locks_a_few_rows_per_queue_at_any_backlog(
     server_db: Database, clock: FakeClock
 ) -> None:
-    rota = Rota(server_db.url, table_prefix=server_db.prefix, clock=clock)
-
-    @rota.task
-    def noop(ctx: JobContext) -> None: ...
-
-    rota.jobs()
+    rota = serving_noop(server_db, clock)
     postgres = server_db.backend == "postgres"
     engine = sql_store(rota).engine
     try:
