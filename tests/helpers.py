@@ -26,7 +26,7 @@ from rota.testing import FakeClock
 def sql_store(rota: Rota) -> SqlStore:
     """The SQL store behind ``rota``, for a test that reaches below the ``Store`` protocol.
 
-    Tests take only its ``engine``, ``schema`` and ``claim_query`` through here, so that this
+    Tests take only its ``engine``, ``schema`` and ``jobs.candidates`` through here, so that this
     is the one place to change when those move.
     """
     store = rota.store

@@ -97,7 +97,7 @@ def test_claim_query_uses_the_claim_index_with_a_large_history(
             connection.execute(insert(jobs).from_select(copied, select(*copied)))
     for _ in range(20):
         rota.queue(noop)
-    query = store.jobs.claim_query(["default"], ["noop"], 10, clock.now())
+    query = store.jobs.candidates.query(["default"], ["noop"], 10, clock.now())
     sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
     index = f"ix_{server_db.prefix}jobs_claim"
     with store.engine.begin() as connection:

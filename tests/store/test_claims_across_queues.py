@@ -93,7 +93,7 @@ def _backlog(rota: Rota, clock: FakeClock, per_queue: int) -> None:
 
 def _claim_sql(rota: Rota, clock: FakeClock) -> str:
     store = sql_store(rota)
-    query = store.jobs.claim_query(QUEUES, ["noop"], LIMIT, clock.now())
+    query = store.jobs.candidates.query(QUEUES, ["noop"], LIMIT, clock.now())
     return str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
 
 

@@ -158,7 +158,7 @@ def test_no_postgres_claim_compiles_jit_code(postgres: Database, options: str | 
     rota = Rota(url, table_prefix=postgres.prefix)
     rota.jobs()
     store = sql_store(rota)
-    query = store.jobs.claim_query(["a", "b"], ["noop"], 16, START)
+    query = store.jobs.candidates.query(["a", "b"], ["noop"], 16, START)
     sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
     try:
         with store.engine.begin() as connection:

@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, Update, and_, case, select, true, union_all, update
+from sqlalchemy import Select, Table, Update, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.limits import FlowLimits
 from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
-from rota.store.cluster import paused_names
+from rota.store.candidates import ClaimCandidates
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
 from rota.store.limits import FlowClaims
@@ -42,6 +42,7 @@ class SqlJobs:
         self.table = database.schema.jobs
         self.flow = FlowClaims(database)
         self.dependencies = SqlDependencies(database)
+        self.candidates = ClaimCandidates(database, self.dependencies)
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
@@ -87,68 +88,6 @@ class SqlJobs:
         connection.execute(self.database.dialect.insert_ignoring_duplicates(table, [row]))
         return int(connection.execute(holding_key(table, row)).scalar_one())
 
-    def claim_query(
-        self,
-        queues: Sequence[str],
-        tasks: Sequence[str],
-        limit: int,
-        now: datetime,
-        also: Sequence[ColumnElement[bool]] = (),
-    ) -> Select[Any]:
-        """The candidate query of ``claim`` (``also``: more conditions, as flow control adds),
-        exposed so tests can EXPLAIN it.
-
-        One queue is one range of the claim index, read in priority and time order and locked
-        as it is read, so a claim reads and locks the rows it takes. For several queues no index
-        gives that order: ``queue IN (...)`` read, sorted and (on MySQL) locked every pending
-        row, 200,000 locks and 200 ms a claim at 100,000 pending (issue 32). So each queue gives
-        its own best ``limit`` unlocked, and the rows are locked by id in the order of the
-        merged candidates: a row another claimer holds is skipped for the next candidate.
-        """
-        jobs = self.table
-        ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
-
-        def best(names: Sequence[str]) -> Select[Any]:
-            where = (*self.due(names, tasks, now), self.dependencies.satisfied(), *also)
-            return select(jobs).where(*where).order_by(*ordered).limit(limit)
-
-        dialect = self.database.dialect
-        if len(queues) == 1:
-            return dialect.lock_for_claim(best(queues))
-        branches = [best([queue]).with_only_columns(*ordered).subquery() for queue in queues]
-        merged = union_all(*(select(*branch.c) for branch in branches)).subquery("candidates")
-        query = (
-            select(jobs)
-            .join(merged, merged.c.id == jobs.c.id)
-            .where(jobs.c.state == JobState.PENDING.value)
-            .order_by(merged.c.priority, merged.c.run_at, merged.c.id)
-            .limit(limit)
-        )
-        return dialect.lock_for_claim(query, of=jobs)
-
-    def due(
-        self, queues: Sequence[str], tasks: Sequence[str], now: datetime
-    ) -> list[ColumnElement[bool]]:
-        """A pending job of this namespace's ``tasks`` in an open queue of ``queues`` whose time
-        has come: what
-        a claim asks of its candidates besides their dependencies, and the idle look asks too,
-        so that the look never sees less work than a claim would.
-
-        The paused queues are a subquery, read and not locked (a locking read locks the rows of
-        its own tables only, on MySQL and PostgreSQL): a claim is one round trip fewer than with
-        them read first, and still sees a pause committed before it began.
-        """
-        jobs = self.table
-        queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
-        return [
-            self.database.mine(jobs),
-            jobs.c.state == JobState.PENDING.value,
-            queue_match,
-            jobs.c.queue.not_in(paused_names(self.database)),
-            jobs.c.run_at <= now,
-            jobs.c.task.in_(tasks),
-        ]
-
     def claim(
         self,
         worker_id: str,
@@ -177,11 +116,11 @@ class SqlJobs:
             if flows:
 
                 def query(n: int, also: Sequence[ColumnElement[bool]]) -> Select[Any]:
-                    return self.claim_query(queues, tasks, n, now, also)
+                    return self.candidates.query(queues, tasks, n, now, also)
 
                 claimed = self.flow.claim(connection, query, flows, limit, now, values)
             else:
-                candidates = self.claim_query(queues, tasks, limit, now)
+                candidates = self.candidates.query(queues, tasks, limit, now)
                 claimed = self.database.dialect.claim(connection, self.table, candidates, values)
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))

@@ -32,7 +32,7 @@ class SqlOutlook:
 
     def look(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         jobs = self.database.schema.jobs
-        due = select(jobs.c.id).where(*self.jobs.due(list(queues), list(tasks), now))
+        due = select(jobs.c.id).where(*self.jobs.candidates.due(list(queues), list(tasks), now))
         # The claim's dependency predicate, split in two: under its OR, PostgreSQL hashes the
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
