@@ -31,9 +31,12 @@ def test_each_type_is_read_from_its_variable(url: str, monkeypatch: pytest.Monke
         "ROTA_SUCCEEDED_RETENTION": "3600",
         "ROTA_QUEUES": "mail=2, default=5",
         "ROTA_ALERT_AFTER_FAILURES": "3",
+        "ROTA_LOG_FORMAT": "json",
     }.items():
         monkeypatch.setenv(name, value)
-    config = Rota(url).config
+    rota = Rota(url)
+    config = rota.config
+    assert rota.events.log_format == "json"
     assert config.concurrency == 7 and config.catchup_missed and not config.auto_migrate
     assert config.poll_interval == 0.25 and config.table_prefix == "env_"
     assert config.succeeded_retention == timedelta(hours=1)
@@ -44,8 +47,10 @@ def test_each_type_is_read_from_its_variable(url: str, monkeypatch: pytest.Monke
 def test_a_keyword_wins_over_its_variable(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROTA_CONCURRENCY", "0")
     monkeypatch.setenv("ROTA_MAX_SNOOZES", "4")
-    config = Rota(url, concurrency=3).config
-    assert (config.concurrency, config.max_snoozes) == (3, 4)
+    monkeypatch.setenv("ROTA_LOG_FORMAT", "json")
+    rota = Rota(url, concurrency=3, log_format="text")
+    assert (rota.config.concurrency, rota.config.max_snoozes) == (3, 4)
+    assert rota.events.log_format == "text"
 
 
 @pytest.mark.parametrize(
@@ -60,6 +65,7 @@ def test_a_keyword_wins_over_its_variable(url: str, monkeypatch: pytest.MonkeyPa
         ("ROTA_QUEUES", "mail", "$ROTA_QUEUES must be queue=concurrency pairs"),
         ("ROTA_QUEUES", "mail=0", "$ROTA_QUEUES: queue 'mail''s concurrency must be"),
         ("ROTA_TABLE_PREFIX", "a-b", "$ROTA_TABLE_PREFIX: table_prefix must be up to 20"),
+        ("ROTA_LOG_FORMAT", "xml", "$ROTA_LOG_FORMAT must be text or json, got 'xml'"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(
@@ -91,6 +97,7 @@ def test_the_documented_table_lists_every_setting() -> None:
     for item in RotaConfig.__dataclass_fields__:
         variable = "ROTA_DATABASE_URL" if item == "url" else f"ROTA_{item.upper()}"
         assert f"| `{variable}` | `{item}`" in shown
+    assert "| `ROTA_LOG_FORMAT` | `log_format` |" in shown
     for document in ("README.md", "docs/configuration.md"):
         assert shown in (ROOT / document).read_text(), f"{document}: regenerate the table"
 

@@ -63,7 +63,7 @@ class Rota:
         *,
         clock: Clock | None = None,
         logger: Any = None,
-        log_format: str = "text",
+        log_format: str | None = None,
         tracer_provider: Any = None,
         meter_provider: Any = None,
         **settings: Unpack[Settings],

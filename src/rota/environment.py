@@ -18,6 +18,7 @@ from rota.errors import ConfigError
 
 PREFIX = "ROTA_"
 URL_VARIABLE = "ROTA_DATABASE_URL"
+LOG_FORMAT_VARIABLE = "ROTA_LOG_FORMAT"
 DASHBOARD_TOKEN = "ROTA_DASHBOARD_TOKEN"
 METRICS_TOKEN = "ROTA_METRICS_TOKEN"
 DASHBOARD_ALLOWED_HOSTS = "ROTA_DASHBOARD_ALLOWED_HOSTS"
@@ -27,6 +28,7 @@ SUPERVISOR_FD = "ROTA_SUPERVISOR_FD"
 OTHER_VARIABLES = frozenset(
     {
         URL_VARIABLE,
+        LOG_FORMAT_VARIABLE,
         DASHBOARD_TOKEN,
         METRICS_TOKEN,
         DASHBOARD_ALLOWED_HOSTS,
@@ -35,7 +37,8 @@ OTHER_VARIABLES = frozenset(
         SUPERVISOR_FD,
     }
 )
-"""Variables rota reads elsewhere (the URL, ``rota dashboard``'s, the supervisor's), named here
+"""Variables rota reads outside ``RotaConfig`` (the URL, the façade's ``log_format``,
+``rota dashboard``'s, the supervisor's), named here
 once so that none of them is ever warned about as unknown."""
 FREE_PREFIXES = ("ROTA_TEST_",)
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -138,6 +141,7 @@ def table(config: Fields) -> str:
         "| --- | --- | --- | --- |",
         f"| `{URL_VARIABLE}` | `url` (the first argument) | a database URL | none: required "
         "to run a worker |",
+        f"| `{LOG_FORMAT_VARIABLE}` | `log_format` | `text` or `json` | `text` |",
     ]
     for item in settings(config):
         default = "" if item.default is MISSING else _shown(item.default)

@@ -33,11 +33,10 @@ from rota.core.events import EventName
 from rota.core.model import Job, JobRef
 from rota.errors import ConfigError
 from rota.observe.hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, bound, is_async, sync_call
-from rota.observe.logs import RENDERED
+from rota.observe.logs import RENDERED, chosen_format
 from rota.store.events import log_event
 
 JOB_FIELDS = ("job_id", "task", "queue", "attempt", "schedule", "duration_ms")
-LOG_FORMATS = ("text", "json")
 
 
 PROCESS_LANE = "process"
@@ -90,13 +89,11 @@ class EventLog:
     def __init__(
         self,
         logger: logging.Logger | None = None,
-        log_format: str = "text",
+        log_format: str | None = None,
         hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     ) -> None:
-        if log_format not in LOG_FORMATS:
-            raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {log_format!r}")
         self.logger = logger or logging.getLogger("rota.events")
-        self.log_format = log_format
+        self.log_format = chosen_format(log_format)
         self._hooks: dict[str, list[Hook]] = defaultdict(list)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()

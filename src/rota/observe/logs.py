@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -23,8 +24,11 @@ from logging.handlers import MemoryHandler
 from typing import Any
 
 from rota.core.escaping import visible, visible_json
+from rota.environment import LOG_FORMAT_VARIABLE
+from rota.errors import ConfigError
 
 # A record whose message only repeats its fields in text (``EventLog``'s) carries this attribute.
+LOG_FORMATS = ("text", "json")
 RENDERED = "rota_rendered"
 STANDARD = frozenset(set(vars(logging.makeLogRecord({}))) | {"message", "asctime", RENDERED})
 TEXT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -80,6 +84,18 @@ class JsonLines(logging.Formatter):
         if record.stack_info:
             data["stack"] = self.formatStack(record.stack_info)
         return visible_json(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def chosen_format(given: str | None) -> str:
+    """``log_format`` as given, else ``$ROTA_LOG_FORMAT``, else text; a bad one is refused,
+    naming the variable when it came from there."""
+    if given is None:
+        given = os.environ.get(LOG_FORMAT_VARIABLE, "").strip() or "text"
+        if given not in LOG_FORMATS:
+            raise ConfigError(f"${LOG_FORMAT_VARIABLE} must be text or json, got {given!r}")
+    if given not in LOG_FORMATS:
+        raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {given!r}")
+    return given
 
 
 def formatter(log_format: str) -> logging.Formatter:
