@@ -15,9 +15,15 @@ import django
 import pytest
 
 from rota import JobState
-from rota.contrib.django import DjangoRota
+from rota.contrib.django import DjangoRota, backend_jobs
 from rota.contrib.django.backend import RotaBackend
-from rota.contrib.django.backend_api import TaskResultStatus, task_finished, task_started
+from rota.contrib.django.backend_api import (
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_finished,
+    task_started,
+)
 from rota.testing import FakeClock
 from tests.django import backend_tasks as tasks
 from tests.django.backend_setup import rota_backend
@@ -147,3 +153,25 @@ def test_a_task_outside_tasks_py_is_found_from_its_job(rota: DjangoRota) -> None
     assert {rota.job(s).state for s in strangers} == {JobState.PENDING}
     assert "tests.django.shop.nowhere" not in sys.modules
     assert rota.registry.find("tests.django.shop.jobs.helper") is None
+
+
+@pytest.mark.parametrize("alias", BACKENDS)
+def test_the_result_of_a_task_outside_tasks_py_is_found_from_its_job(
+    rota: DjangoRota, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get_result`` in a process that never imported the task's module (a web process reading
+    what another one queued) finds the task as a worker does; a name that leads to no task of
+    this Rota is still no result."""
+    name = "tests.django.shop.jobs.shout"
+    monkeypatch.delitem(backend_jobs.KNOWN, name, raising=False)
+    assert rota.registry.find(name) is None
+    job, stranger = rota.queue(name, "hello"), rota.queue(STRANGERS[0])
+    backend = task_backends["default"]
+    result = backend.get_result(str(job))
+    assert (result.task.module_path, result.args) == (name, ["hello"])
+    assert result.status == TaskResultStatus.READY
+    with pytest.raises(TaskResultDoesNotExist):
+        backend.get_result(str(stranger))
+    assert rota.drain().succeeded == 1
+    result.refresh()
+    assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, "HELLO")

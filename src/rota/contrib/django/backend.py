@@ -53,6 +53,7 @@ from rota.contrib.django.backend_api import (
     normalize_json,
     task_enqueued,
 )
+from rota.contrib.django.backend_modules import import_named
 from rota.enqueue import Enqueue
 from rota.errors import InvalidArguments, JobNotFound
 
@@ -80,6 +81,7 @@ class RotaBackend(BaseTaskBackend):
         chosen = {**OPTIONS, **self.options}
         self._rota_path = str(chosen["ROTA"])
         self._retries = chosen["RETRIES"]
+        self._looked_into: set[str] = set()
 
     @property
     def rota(self) -> Rota:
@@ -143,6 +145,9 @@ class RotaBackend(BaseTaskBackend):
         except (ValueError, TypeError, JobNotFound, InvalidArguments):
             raise TaskResultDoesNotExist(f"no task result {result_id!r}") from None
         known = backend_jobs.KNOWN.get(job.task)
+        # A task outside tasks.py this process never imported: found as a worker finds it.
+        if known is None and import_named(self.rota, [job.task], self._looked_into):
+            known = backend_jobs.KNOWN.get(job.task)
         if known is None:
             raise TaskResultDoesNotExist(
                 f"job {job.id} is of task {job.task!r}, not of a Django task this process defines"

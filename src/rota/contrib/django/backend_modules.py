@@ -47,8 +47,6 @@ def import_named(rota: Rota, names: Iterable[str], tried: set[str]) -> list[str]
 
 
 def _declared(rota: Rota, name: str) -> bool:
-    from rota.contrib.django.backend import RotaBackend
-
     module_name, _, attribute = name.rpartition(".")
     if not module_name or not attribute.isidentifier():
         return False
@@ -65,7 +63,7 @@ def _declared(rota: Rota, name: str) -> bool:
     if not isinstance(task, Task) or task.module_path != name:
         return False
     backend = task.get_backend()
-    if not isinstance(backend, RotaBackend) or backend.rota is not rota:
+    if getattr(backend, "rota", None) is not rota:  # a RotaBackend on this very Rota
         return False
     backend.validate_task(task)
     return rota.registry.find(name) is not None
