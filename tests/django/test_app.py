@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from io import StringIO
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from rota.cli import main as cli_main
 from rota.contrib.django import DjangoRota, get_rota, project
 from rota.contrib.django.connections import RequestTask
 from rota.contrib.django.databases import database_url
+from rota.testing import FakeClock
 from tests.django.conftest import on, prefix
 from tests.helpers import sql_store, wait_until
 
@@ -84,6 +86,36 @@ def test_tasks_are_named_by_module_path_so_two_apps_may_share_a_name(
     assert [rota.job(job).task for job in ids] == names[:2]
     assert rota.drain().succeeded == 2
     assert [rota.result(job) for job in ids] == ["shop", "test_app"]
+
+
+ticks_run: list[datetime] = []
+
+
+def close_stale_carts(ctx: JobContext) -> None:
+    """docs/django.md's cron task, noting the tick it ran for."""
+    assert ctx.scheduled_at is not None and not ctx.manual
+    ticks_run.append(ctx.scheduled_at)
+
+
+@pytest.mark.parametrize("alias", on("sqlite", "mariadb", "postgres"))
+def test_a_cron_task_declared_as_the_docs_do_runs_at_its_tick(
+    make_rota: Callable[..., DjangoRota], alias: str
+) -> None:
+    """``@rota.task(cron=..., tz=...)`` on the project's Rota, as docs/django.md shows it: a
+    schedule named by the task's module path, run once at 03:00 Paris time (02:00 UTC)."""
+    clock = FakeClock(datetime(2030, 1, 1, 1, 0, tzinfo=timezone.utc))
+    rota = make_rota(alias, CLOCK=clock)
+    rota.task(cron="0 3 * * *", tz="Europe/Paris")(close_stale_carts)
+    ticks_run.clear()
+    name = "tests.django.test_app.close_stale_carts"
+    assert rota.drain().succeeded == 0  # 02:00 in Paris: not yet
+    tick = datetime(2030, 1, 1, 2, 0, tzinfo=timezone.utc)
+    assert rota.get_schedule(name).next_run_at == tick
+    clock.set(tick)
+    assert rota.drain().succeeded == 1
+    clock.set(tick + timedelta(minutes=5))
+    assert rota.drain().succeeded == 0
+    assert ticks_run == [tick]
 
 
 @pytest.mark.parametrize("alias", on("sqlite"))
