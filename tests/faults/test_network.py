@@ -129,10 +129,12 @@ def test_a_partitioned_worker_writes_nothing_for_jobs_rerun_elsewhere(
         short = hold(control, 3.0, 5)
         ids = long + short
         workers.wait(lambda: len(events(workers.marks, cut.pid, "start")) == 10, cut, timeout=20)
-        other = workers.start()  # on this host, straight to the server
 
         with host.partitioned():
             partitioned_at = time.monotonic()
+            # Started once the link is cut: a start slower than the short jobs (a loaded
+            # machine) would otherwise let the cut-off worker report them before the cut.
+            other = workers.start()  # on this host, straight to the server
             workers.wait(  # leases expire in LEASE; a loaded CI machine may take longer
                 lambda: len(events(workers.marks, other.pid, "start")) == 10,
                 cut,
