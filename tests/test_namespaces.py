@@ -200,3 +200,41 @@ def test_cli_commands_act_on_their_namespace(make_rota: Made, db: Database) -> N
     assert billing.paused_queues() == ["default"]
     bad = runner.invoke(main, ["jobs", "--namespace", " x", *database])
     assert bad.exit_code == 2 and "namespace" in bad.output
+
+
+def test_the_dashboard_and_the_api_filter_by_namespace(make_rota: Made) -> None:
+    """The app's own namespace by default; another service's jobs, schedules and counts when
+    asked (``namespace=``), its name offered on the jobs page; a bad name is a 400."""
+    from tests.dashboard.api_client import TOKEN, api_client, error_of
+
+    calls: list[str] = []
+    billing = service(make_rota, "billing", calls)
+    shipping = service(make_rota, "shipping", calls, cron="0 4 * * *")
+    billing.drain()
+    shipping.drain()
+    sent = [shipping.queue("send", to) for to in ("a", "b")]
+    mine = billing.queue("send", "c")
+    assert billing.inspect.namespaces() == ["billing", "shipping"]
+
+    api = api_client(billing)
+    listed = api.get("/api/jobs").json()["jobs"]
+    assert [job["id"] for job in listed] == [mine]
+    listed = api.get("/api/jobs", params={"namespace": "shipping"}).json()["jobs"]
+    assert sorted(job["id"] for job in listed) == sorted(sent)
+    schedules = api.get("/api/schedules", params={"namespace": "shipping"}).json()["schedules"]
+    assert [(s["name"], s["cron"]) for s in schedules] == [("cleanup", "0 4 * * *")]
+    counts = api.get("/api/counts", params={"namespace": "shipping"}).json()
+    assert counts["by_task"]["send"]["pending"] == 2
+    assert api.get("/api/counts").json()["by_task"]["send"]["pending"] == 1
+    bad = api.get("/api/jobs", params={"namespace": " x"})
+    assert "namespace ' x' starts or ends with whitespace" in error_of(
+        bad, 400, "INVALID_ARGUMENTS"
+    )
+
+    pages = api_client(billing, sends=TOKEN)
+    page = pages.get("/jobs", params={"namespace": "shipping"}).text
+    assert f'href="/jobs/{sent[0]}"' in page and f'href="/jobs/{mine}"' not in page
+    assert '<option value="shipping" selected>' in page
+    page = pages.get("/jobs").text
+    assert f'href="/jobs/{mine}"' in page and f'href="/jobs/{sent[0]}"' not in page
+    assert pages.get("/jobs", params={"namespace": "\u200bx"}).status_code == 400

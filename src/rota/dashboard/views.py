@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 from rota.app import Rota
 from rota.core.cron import Cron, zone
 from rota.core.model import FINISHED_WINDOW, MAX_JOB_ID, Job, JobState, WorkerInfo, claimable
+from rota.core.names import name_problem
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
@@ -50,6 +51,8 @@ class JobsQuery:
     queue: str | None = None
     job_id: int | None = None
     page: int = 1
+    namespace: str | None = None
+    """Another service's jobs; ``None``: the app's."""
 
 
 def shown(value: str, limit: int = 40) -> str:
@@ -101,7 +104,11 @@ def parse_jobs_query(params: Mapping[str, str], states: Sequence[str]) -> JobsQu
     for name, given in (("task", task), ("queue", queue)):
         if given is not None and len(given) > 255:
             raise BadQuery(f"{name} must be at most 255 characters")
-    return JobsQuery(tuple(parsed), task, queue, job_id, page)
+    namespace = params.get("namespace", "").strip() or None
+    why = None if namespace is None else name_problem("namespace", namespace)
+    if why is not None:
+        raise BadQuery(why)
+    return JobsQuery(tuple(parsed), task, queue, job_id, page, namespace)
 
 
 def _utc(moment: datetime) -> datetime:
@@ -217,8 +224,9 @@ def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
             "prev_query": None,
             "next_query": None,
             "states": list(JobState),
+            "namespaces": rota.inspect.namespaces(),
         }
-    fetched = rota.inspect.summaries(
+    fetched = rota.inspect.of(query.namespace).summaries(
         states=query.states,
         task=query.task,
         queue=query.queue,
@@ -232,13 +240,18 @@ def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
         "prev_query": page_query(query, query.page - 1) if query.page > 1 else None,
         "next_query": page_query(query, query.page + 1) if has_next else None,
         "states": list(JobState),
+        "namespaces": rota.inspect.namespaces(),
     }
 
 
 def page_query(query: JobsQuery, page: int) -> str:
     """The query string of another page of the same filters."""
     pairs: list[tuple[str, str]] = [("state", state.value) for state in query.states]
-    for key, value in (("task", query.task), ("queue", query.queue)):
+    for key, value in (
+        ("task", query.task),
+        ("queue", query.queue),
+        ("namespace", query.namespace),
+    ):
         if value:
             pairs.append((key, value))
     return urlencode([*pairs, ("page", str(page))])

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, insert, or_, select, update
+from sqlalchemy import Select, and_, delete, insert, or_, select, union, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -105,6 +105,11 @@ class SqlCluster:
     def paused_queues(self) -> set[str]:
         paused = paused_names(self.database)
         return self.database.transaction(lambda conn: set(conn.execute(paused).scalars()))
+
+    def namespaces(self) -> list[str]:
+        tables = (self.schema.schedules, self.schema.workers, self.schema.queues)
+        found = union(*(select(table.c.namespace) for table in tables)).subquery()
+        return sorted(row.namespace for row in self.database.fetch(select(found.c.namespace)))
 
 
 def paused_names(

@@ -8,6 +8,7 @@ a connection or handles a driver error in any other way than through ``transacti
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.metadata
 import logging
 import platform
@@ -74,6 +75,12 @@ class Database:
         self.schema = build_schema(table_prefix)
         self._statement_limit: int | None = None
         self.reported = ReportedRows(events)
+
+    def in_namespace(self, namespace: str) -> Database:
+        """This database, its engine and pool shared, for the rows of ``namespace``."""
+        other = copy.copy(self)
+        other.namespace = namespace
+        return other
 
     @property
     def where(self) -> str:

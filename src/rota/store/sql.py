@@ -105,6 +105,13 @@ class SqlStore:
     def drop_schema(self) -> None:
         migrate.drop(self.database)
 
+    @property
+    def namespace(self) -> str:
+        return self.database.namespace
+
+    def in_namespace(self, namespace: str) -> SqlStore:
+        return SqlStore(self.database.in_namespace(namespace))
+
     def dispose(self) -> None:
         self.database.engine.dispose()
 

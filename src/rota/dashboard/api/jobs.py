@@ -35,8 +35,9 @@ def job_id(call: Call) -> int:
 
 
 def search(call: Call) -> Response:
-    """``GET /api/jobs``: newest first, filtered by ``state`` (repeatable), ``task``, ``queue``;
-    ``limit`` (1 to 1000, default 100) from ``offset`` (at most 10,000)."""
+    """``GET /api/jobs``: newest first, filtered by ``state`` (repeatable), ``task``, ``queue``,
+    ``namespace`` (the app's by default); ``limit`` (1 to 1000, default 100) from ``offset``
+    (at most 10,000)."""
     states = []
     for value in call.query.getlist("state"):
         if value not in STATES:
@@ -45,7 +46,7 @@ def search(call: Call) -> Response:
     limit = whole(call.query.get("limit"), "limit", 100, 1, MAX_LIMIT)
     offset = whole(call.query.get("offset"), "offset", 0, 0, MAX_OFFSET)
     task, queue = name(call.query.get("task"), "task"), name(call.query.get("queue"), "queue")
-    found = call.rota.inspect.summaries(tuple(states), task, queue, limit, offset)
+    found = call.viewed.summaries(tuple(states), task, queue, limit, offset)
     return reply(
         {"jobs": [encoding.summary(job) for job in found], "limit": limit, "offset": offset}
     )

@@ -44,6 +44,9 @@ def parameter(name: str, where: str, schema: Schema, description: str) -> Schema
 JOB_ID = parameter("job_id", "path", {**INT, "minimum": 1}, "the job's id")
 SCHEDULE_NAME = parameter("name", "path", {**STR, "minLength": 1}, "the schedule's name")
 QUEUE_NAME = parameter("name", "path", {**STR, "minLength": 1, "maxLength": 64}, "the queue")
+NAMESPACE = parameter(
+    "namespace", "query", {**STR, "maxLength": 64}, "another service's (default: the app's)"
+)
 LIMIT = parameter(
     "limit", "query", {**INT, "minimum": 1, "maximum": 1000, "default": 100}, "at most this many"
 )
@@ -99,6 +102,7 @@ def paths() -> dict[str, Schema]:
                     parameter("state", "query", state, "only jobs in these states"),
                     parameter("task", "query", STR, "only jobs of this task"),
                     parameter("queue", "query", STR, "only jobs of this queue"),
+                    NAMESPACE,
                     LIMIT,
                     parameter(
                         "offset", "query", {**INT, "minimum": 0, "maximum": 10000}, "skip this many"
@@ -128,6 +132,7 @@ def paths() -> dict[str, Schema]:
                 "ScheduleList",
                 parameters=(
                     parameter("state", "query", schedule_state, "only schedules in these states"),
+                    NAMESPACE,
                 ),
                 errors=("400",),
             )
@@ -184,6 +189,7 @@ def paths() -> dict[str, Schema]:
                     parameter(
                         "finished_since", "query", TIME, "count finished jobs from then only"
                     ),
+                    NAMESPACE,
                 ),
                 errors=("400",),
             )

@@ -18,6 +18,7 @@ from rota.app import Rota
 from rota.dashboard.api.auth import Access, Caller, caller_of
 from rota.dashboard.api.replies import TooLarge, failure, http_problem, read_body
 from rota.errors import RotaError
+from rota.runtime.services.inspection import Inspection
 
 logger = logging.getLogger("rota.dashboard")
 
@@ -30,6 +31,11 @@ class Call:
     path: dict[str, Any]
     query: QueryParams
     body: dict[str, Any]
+
+    @property
+    def viewed(self) -> Inspection:
+        """The reads of the namespace the query names (``namespace``), else of the app's."""
+        return self.rota.inspect.of(self.query.get("namespace") or None)
 
 
 Handler = Callable[[Call], Response]

@@ -34,13 +34,14 @@ def schedule_name(call: Call) -> str:
 
 
 def listing(call: Call) -> Response:
-    """``GET /api/schedules``: every schedule by name, or those of ``state`` (repeatable)."""
+    """``GET /api/schedules``: every schedule by name, or those of ``state`` (repeatable), of
+    ``namespace`` (the app's by default)."""
     states = []
     for value in call.query.getlist("state"):
         if value not in STATES:
             raise InvalidArguments(f"unknown state {value[:40]!r}: use one of {', '.join(STATES)}")
         states.append(ScheduleState(value))
-    found = call.rota.inspect.schedules(tuple(states))
+    found = call.viewed.schedules(tuple(states))
     return reply({"schedules": [encoding.schedule(item) for item in found]})
 
 

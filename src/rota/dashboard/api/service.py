@@ -45,11 +45,12 @@ def resume_queue(call: Call) -> Response:
 
 
 def counts(call: Call) -> Response:
-    """``GET /api/counts``: exact counts by state, queue and task; with ``finished_since`` (an
-    ISO 8601 date-time), finished jobs only from then."""
+    """``GET /api/counts``: exact counts by state, queue and task of ``namespace`` (the app's
+    by default); with ``finished_since`` (an ISO 8601 date-time), finished jobs only from
+    then."""
     since = call.query.get("finished_since")
     moment_since = moment(since, "finished_since") if since else None
-    return reply(encoding.counts(call.rota.counts(finished_since=moment_since)))
+    return reply(encoding.counts(call.viewed.counts(moment_since)))
 
 
 def health(call: Call) -> Response:

@@ -16,6 +16,7 @@ from rota.core import checks
 from rota.core.clock import Clock, ClockReading
 from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.model import Counts, Job, JobState, JobStatus, Stranded, WorkerInfo
+from rota.core.names import check_name
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import InvalidArguments
 from rota.runtime.common import Gate
@@ -29,6 +30,23 @@ class Inspection:
 
     def __init__(self, store: Store, clock: Clock, gate: Gate) -> None:
         self.store, self.clock, self.gate = store, clock, gate
+
+    @property
+    def namespace(self) -> str:
+        return self.store.namespace
+
+    def of(self, namespace: str | None) -> Inspection:
+        """The same reads of another service's rows (``None``: this one's); ``InvalidArguments``
+        for a name no namespace can have."""
+        if namespace is None or namespace == self.store.namespace:
+            return self
+        checked = check_name("namespace", namespace, InvalidArguments)
+        return Inspection(self.store.in_namespace(checked), self.clock, self.gate)
+
+    def namespaces(self) -> list[str]:
+        """This service's namespace and those of the others with a schedule, a worker or a
+        paused queue in the database, sorted."""
+        return sorted({self.store.namespace, *self.store.cluster.namespaces()})
 
     def statuses(self, limit: int | None) -> list[JobStatus]:
         """``rota.jobs(limit)``, once the database is reached."""

@@ -99,6 +99,16 @@ class Store(Protocol):
         their rows: for tests that make a schema per prefix and throw it away."""
         ...
 
+    @property
+    def namespace(self) -> str:
+        """The service whose rows this store reads and writes (``Rota(namespace=)``)."""
+        ...
+
+    def in_namespace(self, namespace: str) -> Store:
+        """This store on the same connections, reading and writing ``namespace``'s rows: what a
+        tool uses to show another service (the dashboard's namespace filter)."""
+        ...
+
     def dispose(self) -> None:
         """Close the pooled connections; the next call opens new ones."""
         ...
