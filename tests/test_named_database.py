@@ -5,15 +5,18 @@ Queueing and inspecting on the default stay allowed; a SQLite URL is how to ask 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy.engine import make_url
 
 from rota import ConfigError, Rota
 from rota.cli import main
+from tests.conftest import Database
 
 REFUSAL = "set $ROTA_DATABASE_URL or pass the URL"
 
@@ -61,6 +64,21 @@ def test_a_named_sqlite_file_runs_and_the_start_says_where(elsewhere: Path) -> N
     assert seen["host"] == os.uname().nodename
     assert seen["table_prefix"] == "named_"
     assert "jobs.db" in seen["database"]
+
+
+def test_the_start_names_a_servers_database_without_its_password(
+    postgres: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Host, database, prefix and namespace, in the event and its log line; the password (which
+    PostgreSQL's trust authentication here accepts and ignores) nowhere."""
+    url = make_url(postgres.url).set(password="s3cret-pw").render_as_string(False)
+    rota = Rota(url, table_prefix=postgres.prefix, namespace="billing")
+    with caplog.at_level(logging.INFO, logger="rota"):
+        seen = asyncio.run(started(rota))
+    assert "'test' on 127.0.0.1:5432" in seen["database"], seen
+    assert (seen["table_prefix"], seen["namespace"]) == (postgres.prefix, "billing")
+    assert "s3cret" not in repr(seen) and "s3cret" not in caplog.text
+    assert "worker.started" in caplog.text
 
 
 def test_the_environment_names_the_database(

@@ -63,7 +63,6 @@ def test_the_same_task_name_in_two_namespaces_is_two_tasks(
     assert billing.counts().by_task["send"] != shipping.counts().by_task["send"]
 
 
-@pytest.mark.sqlite_only
 def test_a_service_disables_edits_and_pauses_only_its_own(make_rota: Made) -> None:
     calls: list[str] = []
     billing = service(make_rota, "billing", calls)

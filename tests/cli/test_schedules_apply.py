@@ -20,7 +20,7 @@ from tests.conftest import Database
 
 SQLITE = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
 Apply = Callable[..., tuple[Result, str]]
-ROUND_TRIP = pytest.mark.parametrize("db", ["sqlite", "mariadb"], indirect=True)
+ROUND_TRIP = pytest.mark.parametrize("db", ["sqlite", "mariadb", "postgres"], indirect=True)
 
 
 @pytest.fixture
