@@ -38,8 +38,8 @@ OTHER_VARIABLES = frozenset(
     }
 )
 """Variables rota reads outside ``RotaConfig`` (the URL, the façade's ``log_format``,
-``rota dashboard``'s, the supervisor's), named here
-once so that none of them is ever warned about as unknown."""
+``rota dashboard``'s, the supervisor's), named here once so that none of them is ever warned
+about as unknown."""
 FREE_PREFIXES = ("ROTA_TEST_",)
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 FORMATS = {

@@ -217,15 +217,15 @@ def overview(rota: Rota) -> dict[str, Any]:
 def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
     """One page of job summaries, newest first, and whether a next page exists; with a job id,
     that job alone."""
+    page: dict[str, Any] = {
+        "query": query,
+        "prev_query": None,
+        "next_query": None,
+        "states": list(JobState),
+        "namespaces": rota.inspect.namespaces(),
+    }
     if query.job_id is not None:
-        return {
-            "jobs": rota.inspect.summaries(job_id=query.job_id, limit=1),
-            "query": query,
-            "prev_query": None,
-            "next_query": None,
-            "states": list(JobState),
-            "namespaces": rota.inspect.namespaces(),
-        }
+        return {**page, "jobs": rota.inspect.summaries(job_id=query.job_id, limit=1)}
     fetched = rota.inspect.of(query.namespace).summaries(
         states=query.states,
         task=query.task,
@@ -235,12 +235,10 @@ def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
     )
     has_next = len(fetched) > PER_PAGE and query.page < MAX_PAGE
     return {
+        **page,
         "jobs": fetched[:PER_PAGE],
-        "query": query,
         "prev_query": page_query(query, query.page - 1) if query.page > 1 else None,
         "next_query": page_query(query, query.page + 1) if has_next else None,
-        "states": list(JobState),
-        "namespaces": rota.inspect.namespaces(),
     }
 
 

@@ -27,8 +27,8 @@ from rota.core.escaping import visible, visible_json
 from rota.environment import LOG_FORMAT_VARIABLE
 from rota.errors import ConfigError
 
-# A record whose message only repeats its fields in text (``EventLog``'s) carries this attribute.
 LOG_FORMATS = ("text", "json")
+# A record whose message only repeats its fields in text (``EventLog``'s) carries this attribute.
 RENDERED = "rota_rendered"
 STANDARD = frozenset(set(vars(logging.makeLogRecord({}))) | {"message", "asctime", RENDERED})
 TEXT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -89,13 +89,14 @@ class JsonLines(logging.Formatter):
 def chosen_format(given: str | None) -> str:
     """``log_format`` as given, else ``$ROTA_LOG_FORMAT``, else text; a bad one is refused,
     naming the variable when it came from there."""
-    if given is None:
-        given = os.environ.get(LOG_FORMAT_VARIABLE, "").strip() or "text"
+    if given is not None:
         if given not in LOG_FORMATS:
-            raise ConfigError(f"${LOG_FORMAT_VARIABLE} must be text or json, got {given!r}")
-    if given not in LOG_FORMATS:
-        raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {given!r}")
-    return given
+            raise ConfigError(f"log_format must be one of {LOG_FORMATS}, got {given!r}")
+        return given
+    variable = os.environ.get(LOG_FORMAT_VARIABLE, "").strip() or "text"
+    if variable not in LOG_FORMATS:
+        raise ConfigError(f"${LOG_FORMAT_VARIABLE} must be text or json, got {variable!r}")
+    return variable
 
 
 def formatter(log_format: str) -> logging.Formatter:

@@ -31,10 +31,6 @@ class Inspection:
     def __init__(self, store: Store, clock: Clock, gate: Gate) -> None:
         self.store, self.clock, self.gate = store, clock, gate
 
-    @property
-    def namespace(self) -> str:
-        return self.store.namespace
-
     def of(self, namespace: str | None) -> Inspection:
         """The same reads of another service's rows (``None``: this one's); ``InvalidArguments``
         for a name no namespace can have."""
