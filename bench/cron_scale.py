@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from rota.store.migrate import drop
+from rota.store.rows import aware
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +72,12 @@ def main() -> int:
     )
     command = [sys.executable, "-m", "rota", "worker", "bench.cron_scale_app:app"]
     command += ["--log-level", "warning"]
-    workers = [subprocess.Popen(command, cwd=ROOT, env=env) for _ in range(options.workers)]
+    log = (options.json or Path("/tmp/cron_scale.json")).with_suffix(".log").open("w")
+    print(f"the workers' logs: {log.name}")
+    workers = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+        for _ in range(options.workers)
+    ]
     ticks = tick_window(datetime.now(timezone.utc) + timedelta(seconds=5), options.ticks)
     print(f"{options.workers} workers; ticks {ticks[0]:%H:%M}..{ticks[-1]:%H:%M}", flush=True)
     try:
@@ -85,16 +91,15 @@ def main() -> int:
     per_tick = []
     with app.store.engine.connect() as connection:
         for tick in ticks:
-            naive = tick.replace(tzinfo=None)
             count, last, distinct = connection.execute(
                 select(
                     func.count(),
                     func.max(jobs.c.created_at),
                     func.count(jobs.c.schedule.distinct()),
-                ).where(jobs.c.scheduled_at == naive, jobs.c.tick.is_(True))
+                ).where(jobs.c.scheduled_at == tick, jobs.c.tick.is_(True))
             ).one()
             due = options.schedules if tick.minute % 5 == 0 else (options.schedules + 1) // 2
-            lag = (last - naive).total_seconds() if last is not None else None
+            lag = (aware(last) - tick).total_seconds() if last is not None else None
             per_tick.append(
                 {
                     "tick": tick.isoformat(),

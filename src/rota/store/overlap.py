@@ -10,10 +10,10 @@ outlived ``RECENT`` later runs, which only ``allow`` (or many manual runs) could
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import select, true, update
+from sqlalchemy import and_, or_, select, true, union_all, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import FINAL_STATES, JobState
@@ -35,28 +35,41 @@ class SqlOverlap:
         self.dependencies = SqlDependencies(database)
 
     def unfinished(
-        self, connection: Connection, schedule: str, ticks: Sequence[datetime]
-    ) -> tuple[list[int], set[datetime]]:
-        """The ids of the schedule's jobs (ticks and manual runs) not yet final, except the
-        jobs of ``ticks`` themselves; and those of ``ticks`` that already have their job (a
-        tick fired again after a resume, or by another instance), which are no new run."""
+        self, connection: Connection, ticks: Mapping[str, Sequence[datetime]]
+    ) -> dict[str, tuple[list[int], set[datetime]]]:
+        """Per schedule of ``ticks``: the ids of its jobs (ticks and manual runs) not yet final,
+        except the jobs of its ``ticks`` themselves; and those of its ``ticks`` that already
+        have their job (a tick fired again after a resume, or by another instance), which are
+        no new run.  One statement for every schedule of a batch: a branch each, each reading
+        the schedule's newest ``RECENT`` jobs and sending back only those that matter."""
         jobs = self.jobs
-        newest = (
-            select(jobs.c.id, jobs.c.state, jobs.c.scheduled_at, jobs.c.tick)
-            .where(self.mine, jobs.c.schedule == schedule)
-            .order_by(jobs.c.scheduled_at.desc())
-            .limit(RECENT)
-        )
-        planned = set(ticks)
-        unfinished: list[int] = []
-        fired: set[datetime] = set()
-        for job_id, state, at, tick in connection.execute(newest):
+        branches = []
+        for schedule, planned in ticks.items():
+            newest = (
+                select(jobs.c.schedule, jobs.c.id, jobs.c.state, jobs.c.scheduled_at, jobs.c.tick)
+                .where(self.mine, jobs.c.schedule == schedule)
+                .order_by(jobs.c.scheduled_at.desc())
+                .limit(RECENT)
+                .subquery()
+            )
+            fired = and_(newest.c.tick == true(), newest.c.scheduled_at.in_(list(planned)))
+            branches.append(
+                select(*newest.c).where(or_(newest.c.state.in_(sorted(UNFINISHED)), fired))
+            )
+        found: dict[str, tuple[list[int], set[datetime]]] = {
+            schedule: ([], set()) for schedule in ticks
+        }
+        if not branches:
+            return found
+        query = branches[0] if len(branches) == 1 else union_all(*branches)
+        for schedule, job_id, state, at, tick in connection.execute(query):
+            unfinished, fired_ticks = found[schedule]
             moment = aware(at)
-            if tick and moment is not None and moment in planned:
-                fired.add(moment)
+            if tick and moment is not None and moment in ticks[schedule]:
+                fired_ticks.add(moment)
             elif state in UNFINISHED:
                 unfinished.append(job_id)
-        return unfinished, fired
+        return found
 
     def hold(
         self, connection: Connection, schedule: str, decision: Decision

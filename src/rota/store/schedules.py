@@ -1,15 +1,12 @@
 """Schedule rows: upsert by name, edits as compare-and-set, pause/resume/cancel (each change
-with its history entry), firing ticks exactly once, and counting failed ticks for alerts.
-
-Firing is a compare-and-set on ``next_run_at`` followed by an insert that skips duplicates of
-the ``(schedule, scheduled_at)`` unique key, so any number of instances may fire the same
-schedule: one wins, the others change nothing and see no error.
-"""
+with its history entry), firing ticks exactly once (``firing``), and counting failed ticks
+for alerts."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Select, and_, case, false, func, insert, select, update
@@ -18,7 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import JobState, NewJob
-from rota.core.overlap import Decision, Overlap, decide, skipped
+from rota.core.overlap import Decision
 from rota.core.schedule_edits import Edit, created, definition, sync
 from rota.core.schedules import (
     Schedule,
@@ -29,15 +26,17 @@ from rota.core.schedules import (
     ScheduleStats,
 )
 from rota.errors import StoreError
+from rota.store.base.schedules import Planner
 from rota.store.database import Database
+from rota.store.firing import SqlFiring
 from rota.store.history import ScheduleHistory
 from rota.store.overlap import SqlOverlap
-from rota.store.rows import aware, job_values, to_schedule
-from rota.store.values import UnreadableRow
+from rota.store.rows import aware, to_schedule
+from rota.store.values import Firings, UnreadableRow
 
 LIVE = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
-SCHEDULER = "scheduler"
-"""The actor of the history entries the scheduler writes (``runtime.services.actors``)."""
+UPSERT_CHUNK = 500
+"""Schedules ``upsert_many`` reads and writes a transaction (10,000 code schedules: 20)."""
 ACTIONS = {
     ScheduleState.ACTIVE: ScheduleAction.RESUMED,
     ScheduleState.PAUSED: ScheduleAction.PAUSED,
@@ -53,6 +52,7 @@ class SqlSchedules:
         self.mine = database.mine(self.table)
         self.history = ScheduleHistory(database)
         self.overlap = SqlOverlap(database)
+        self.firing = SqlFiring(database, self.history, self.overlap)
 
     def named(self, name: str) -> ColumnElement[bool]:
         """The namespace's schedule of that name (names are unique within a namespace)."""
@@ -64,45 +64,88 @@ class SqlSchedules:
         """Create the schedule, or bring its definition up to date (``schedule_edits.sync``):
         the schedule as it now is, and the change made (``None`` for none or a creation).  A
         row of that name that cannot be read is left as it is: ``(None, None)``."""
-        table = self.table
 
         def work(connection: Connection) -> tuple[Schedule | None, Edit | None]:
-            row = connection.execute(
-                select(table).where(self.named(spec.name)).with_for_update()
-            ).first()
-            if row is None:
-                values = {
-                    **definition(spec),
-                    "name": spec.name,
-                    "namespace": self.database.namespace,
-                    "state": ScheduleState.ACTIVE.value,
-                    "next_run_at": first_run,
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                if self._insert_new(connection, values):
-                    entry = ScheduleChange(
-                        spec.name, now, ScheduleAction.CREATED, actor, None, created(spec)
-                    )
-                    self.history.record(connection, [entry])
-                row = connection.execute(select(table).where(self.named(spec.name))).one()
-                return self._read(row._mapping), None
+            edits = self._upsert(connection, [(spec, first_run)], now, actor)
+            row = connection.execute(select(self.table).where(self.named(spec.name))).one()
             found = to_schedule(row._mapping)
             if isinstance(found, UnreadableRow):
-                self.database.reported.report(found)
                 return None, None
-            edit = sync(found, spec, first_run)
-            if edit is None:
-                return found, None
-            applied = self._apply(connection, spec.name, edit, actor, now)
-            assert applied is not None, "the row is locked"
-            return applied, edit
+            return found, edits.get(spec.name)
 
         return self.database.transaction(work)
 
-    def _insert_new(self, connection: Connection, values: dict[str, Any]) -> bool:
-        """Insert the schedule unless another transaction did meanwhile (its name is unique,
-        and a racing insert waits for the other's commit): whether this one did.
+    def upsert_many(
+        self, specs: Sequence[tuple[ScheduleSpec, datetime]], now: datetime, actor: str
+    ) -> dict[str, Edit]:
+        """``upsert`` each schedule with its first run, ``UPSERT_CHUNK`` a transaction: the
+        changes made by name (creations aside)."""
+        edits: dict[str, Edit] = {}
+        for start in range(0, len(specs), UPSERT_CHUNK):
+            chunk = specs[start : start + UPSERT_CHUNK]
+            edits |= self.database.transaction(
+                partial(self._upsert, specs=chunk, now=now, actor=actor)
+            )
+        return edits
+
+    def _upsert(
+        self,
+        connection: Connection,
+        specs: Sequence[tuple[ScheduleSpec, datetime]],
+        now: datetime,
+        actor: str,
+    ) -> dict[str, Edit]:
+        """The rows of ``specs`` read and locked in one statement; the missing ones inserted in
+        one (one by one after a racing instance created some of them); the others brought up
+        to date.  The changes made by name (creations aside)."""
+        table = self.table
+        names = [spec.name for spec, _ in specs]
+        locked = select(table).where(self.mine, table.c.name.in_(names)).with_for_update()
+        rows = {row.name: row._mapping for row in connection.execute(locked)}
+        missing = [(spec, first_run) for spec, first_run in specs if spec.name not in rows]
+        values = [self._new_row(spec, first_run, now) for spec, first_run in missing]
+        if values and not self._insert_new(connection, values):
+            missing = [
+                (spec, first_run)
+                for (spec, first_run), row in zip(missing, values, strict=True)
+                if len(values) > 1 and self._insert_new(connection, [row])
+            ]
+        self.history.record(
+            connection,
+            [
+                ScheduleChange(spec.name, now, ScheduleAction.CREATED, actor, None, created(spec))
+                for spec, _ in missing
+            ],
+        )
+        edits: dict[str, Edit] = {}
+        for spec, first_run in specs:
+            if spec.name not in rows:
+                continue
+            found = to_schedule(rows[spec.name])
+            if isinstance(found, UnreadableRow):
+                self.database.reported.report(found)
+                continue
+            edit = sync(found, spec, first_run)
+            if edit is not None:
+                applied = self._apply(connection, spec.name, edit, actor, now)
+                assert applied is not None, "the row is locked"
+                edits[spec.name] = edit
+        return edits
+
+    def _new_row(self, spec: ScheduleSpec, first_run: datetime, now: datetime) -> dict[str, Any]:
+        return {
+            **definition(spec),
+            "name": spec.name,
+            "namespace": self.database.namespace,
+            "state": ScheduleState.ACTIVE.value,
+            "next_run_at": first_run,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    def _insert_new(self, connection: Connection, rows: list[dict[str, Any]]) -> bool:
+        """Insert the schedules unless another transaction created one of them meanwhile (names
+        are unique, and a racing insert waits for the other's commit): whether this one did.
 
         A plain INSERT in a savepoint, whose duplicate-key error says so on every backend: the
         row count of an INSERT that skipped a duplicate cannot tell, since MySQL's drivers count
@@ -111,7 +154,7 @@ class SqlSchedules:
         """
         try:
             with connection.begin_nested():
-                connection.execute(insert(self.table).values(values))
+                connection.execute(insert(self.table), rows)
         except sa_exc.IntegrityError:
             return False
         return True
@@ -172,21 +215,8 @@ class SqlSchedules:
             to_schedule(row._mapping) for row in self.database.fetch(query)
         )
 
-    def due(self, now: datetime, limit: int) -> list[Schedule]:
-        table = self.table
-        query = (
-            select(table)
-            .where(
-                self.mine,
-                table.c.state == ScheduleState.ACTIVE.value,
-                table.c.next_run_at <= now,
-            )
-            .order_by(table.c.next_run_at)
-            .limit(limit)
-        )
-        return self.database.readable(
-            to_schedule(row._mapping) for row in self.database.fetch(query)
-        )
+    def fire_due(self, now: datetime, limit: int, planner: Planner) -> Firings:
+        return self.firing.fire_due(now, limit, planner)
 
     def next_due(self) -> datetime | None:
         ((value,),) = self.database.fetch(self.next_due_query())
@@ -202,57 +232,7 @@ class SqlSchedules:
     def fire(
         self, schedule: Schedule, next_run: datetime, jobs: Sequence[NewJob], now: datetime
     ) -> Decision | None:
-        """Enqueue ``jobs`` as the schedule's overlap policy decides and move the schedule to
-        ``next_run``, unless another instance did (``None``).  Skipped ticks are recorded in
-        the history (actor ``scheduler``); a ``queue`` tick is linked to the runs it waits for."""
-        table = self.table
-        policy = schedule.spec.overlap
-
-        def work(connection: Connection) -> Decision | None:
-            ticks = [job.scheduled_at for job in jobs if job.scheduled_at is not None]
-            unfinished: list[int] = []
-            if jobs and policy is not Overlap.ALLOW:
-                unfinished, fired = self.overlap.unfinished(connection, schedule.name, ticks)
-                ticks = [tick for tick in ticks if tick not in fired]
-            decision = decide(policy, ticks, unfinished)
-            kept = [job for job in jobs if job.scheduled_at in decision.enqueue]
-            changes: dict[str, Any] = {"next_run_at": next_run}
-            if decision.enqueue:
-                changes["last_run_at"] = max(decision.enqueue)
-            moved = connection.execute(
-                update(table)
-                .where(
-                    self.named(schedule.name),
-                    table.c.state == ScheduleState.ACTIVE.value,
-                    table.c.next_run_at == schedule.next_run_at,
-                )
-                .values(changes)
-            ).rowcount
-            if not moved:
-                return None
-            if kept:
-                namespace = {"namespace": self.database.namespace}
-                rows = [job_values(job, now) | namespace for job in kept]
-                insert = self.database.dialect.insert_ignoring_duplicates
-                connection.execute(insert(self.database.schema.jobs, rows))
-                self.overlap.hold(connection, schedule.name, decision)
-            self.history.record(
-                connection,
-                [
-                    ScheduleChange(
-                        schedule.name,
-                        now,
-                        ScheduleAction.SKIPPED,
-                        SCHEDULER,
-                        None,
-                        skipped(tick, decision.unfinished),
-                    )
-                    for tick in decision.skipped
-                ],
-            )
-            return decision
-
-        return self.database.transaction(work)
+        return self.firing.fire(schedule, next_run, jobs, now)
 
     def set_state(
         self,

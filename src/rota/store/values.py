@@ -1,6 +1,6 @@
 """The values the ``Store`` protocol returns besides rota's own model (``rota.core.model``):
 what a connection found of the server and the schema, a job as lists show it, a row that
-cannot be read, and an idle worker's outlook."""
+cannot be read, an idle worker's outlook, and the schedules a scheduler's pass fired."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.core.model import AttemptError, JobRef, JobState, Progress
+from rota.core.model import AttemptError, JobRef, JobState, NewJob, Progress
+from rota.core.overlap import Decision
+from rota.core.schedules import Schedule
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,24 @@ class Outlook:
     next_tick: datetime | None
     """The earliest next run of an active schedule."""
     at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """A schedule a pass moved on: what its overlap policy decided, and the jobs written."""
+
+    schedule: Schedule
+    decision: Decision
+    jobs: tuple[NewJob, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Firings:
+    """One batch of a scheduler's pass: how many due schedules it took, and those it fired
+    (a schedule taken and not fired was left for its planner's caller to deal with)."""
+
+    taken: int
+    fired: list[Fired]
 
 
 @dataclass(frozen=True, slots=True)

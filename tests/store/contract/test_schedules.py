@@ -1,5 +1,5 @@
-"""The ScheduleStore contract: upsert by name, due and next, firing each tick exactly once,
-pause/resume/cancel/disable, and the statistics read from the jobs table."""
+"""The ScheduleStore contract: upsert by name, due and next, firing each tick exactly once (a
+batch at a time), pause/resume/cancel/disable, and the statistics read from the jobs table."""
 
 from __future__ import annotations
 
@@ -56,6 +56,22 @@ def test_upsert_creates_by_name_and_never_a_second_row(schedules: ScheduleStore)
     assert schedules.get("missing") is None
 
 
+def test_upsert_many_creates_updates_and_leaves_alone_as_upsert_does(
+    schedules: ScheduleStore,
+) -> None:
+    first = [(spec(name), START + MINUTE) for name in ("a", "b", "c")]
+    assert schedules.upsert_many(first, START, "code") == {}
+    assert [s.name for s in schedules.all()] == ["a", "b", "c"]
+    assert schedules.upsert_many(first, START + MINUTE, "code") == {}, "unchanged"
+    changed = [(spec("b", cron="0 4 * * *"), START + 2 * MINUTE), (spec("d"), START + MINUTE)]
+    edits = schedules.upsert_many(changed, START + MINUTE, "code")
+    assert list(edits) == ["b"] and edits["b"].new["cron"] == "0 4 * * *"
+    b = schedules.get("b")
+    assert b is not None and (b.spec.cron, b.next_run_at) == ("0 4 * * *", START + 2 * MINUTE)
+    assert [s.name for s in schedules.all()] == ["a", "b", "c", "d"]
+    assert [c.action.value for c in schedules.history_of("b")] == ["updated", "created"]
+
+
 def test_a_changed_cron_or_zone_restarts_at_the_first_run_given(schedules: ScheduleStore) -> None:
     upsert(schedules, spec(), START + MINUTE, START)
     changed = upsert(schedules, spec(cron="0 4 * * *"), START + 2 * MINUTE, START)
@@ -84,7 +100,19 @@ def test_upsert_keeps_paused_and_cancelled_but_brings_back_disabled(
     assert back["disabled"].next_run_at == START + 9 * MINUTE
 
 
-def test_due_lists_active_schedules_whose_time_came_earliest_first(
+def offered(schedules: ScheduleStore, now: datetime, limit: int) -> list[str]:
+    """The schedules ``fire_due`` takes and asks a plan for, in order, leaving each as it is."""
+    asked: list[str] = []
+
+    def planner(schedule: Schedule) -> None:
+        asked.append(schedule.name)
+
+    firings = schedules.fire_due(now, limit, planner)
+    assert (firings.taken, firings.fired) == (len(asked), [])
+    return asked
+
+
+def test_fire_due_takes_active_schedules_whose_time_came_earliest_first(
     schedules: ScheduleStore,
 ) -> None:
     upsert(schedules, spec("late"), START, START)
@@ -92,8 +120,8 @@ def test_due_lists_active_schedules_whose_time_came_earliest_first(
     upsert(schedules, spec("future"), START + MINUTE, START)
     upsert(schedules, spec("paused"), START - 2 * MINUTE, START)
     schedules.set_state("paused", PAUSED, (ACTIVE,), START, "test")
-    assert [s.name for s in schedules.due(START, 10)] == ["early", "late"]
-    assert [s.name for s in schedules.due(START, 1)] == ["early"]
+    assert offered(schedules, START, 10) == ["early", "late"]
+    assert offered(schedules, START, 1) == ["early"]
     assert schedules.next_due() == START - MINUTE
     assert [s.name for s in schedules.all((PAUSED,))] == ["paused"]
     assert [s.name for s in schedules.all()] == ["early", "future", "late", "paused"]
@@ -107,6 +135,22 @@ def test_fire_enqueues_the_tick_and_advances_once(store: Store, schedules: Sched
     assert schedules.fire(schedule, START + MINUTE, tick(), START) is None
     assert [(j.schedule, j.scheduled_at) for j in store.reads.jobs()] == [("nightly", START)]
     assert schedules.next_due() == START + MINUTE
+
+
+def test_fire_due_fires_a_batch_in_one_go(store: Store, schedules: ScheduleStore) -> None:
+    for name in ("a", "b", "c"):
+        upsert(schedules, spec(name), START, START)
+    upsert(schedules, spec("later"), START + MINUTE, START)
+    firings = schedules.fire_due(
+        START, 10, lambda schedule: (START + MINUTE, tick(name=schedule.name))
+    )
+    assert firings.taken == 3
+    assert [(f.schedule.name, [j.scheduled_at for j in f.jobs]) for f in firings.fired] == [
+        (name, [START]) for name in ("a", "b", "c")
+    ]
+    assert sorted(j.schedule or "" for j in store.reads.jobs()) == ["a", "b", "c"]
+    assert schedules.next_due() == START + MINUTE
+    assert offered(schedules, START, 10) == [], "each moved on"
 
 
 def test_concurrent_fires_of_one_tick_enqueue_one_job(
@@ -180,7 +224,7 @@ def test_disable_retires_live_schedules_only(schedules: ScheduleStore) -> None:
     assert schedules.disable([], START) == 0
     assert schedules.disable(["a", "b", "gone", "missing"], START) == 2
     assert [s.name for s in schedules.all((DISABLED,))] == ["a", "b"]
-    assert schedules.due(START, 10) == []
+    assert offered(schedules, START, 10) == []
 
 
 def test_stats_count_runs_failures_and_running_jobs_per_schedule(

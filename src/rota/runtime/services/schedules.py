@@ -82,15 +82,16 @@ def sync_code_schedules(
     A code schedule is left alone when its task belongs to another live service sharing the
     database (a live worker registers it and this process does not).
     """
-    defined = set()
+    specs = list(specs)
+    first_runs = [(spec, Cron(spec.cron, spec.tz).first_run(now)) for spec in specs]
+    edits = store.upsert_many(first_runs, now, actors.CODE)
     cleared = []
     for spec in specs:
-        first_run = Cron(spec.cron, spec.tz).first_run(now)
-        _, edit = store.upsert(spec, first_run, now, actors.CODE)
+        edit = edits.get(spec.name)
         if edit is not None and edit.action is ScheduleAction.OVERRIDE_CLEARED:
             override = {"cron": spec.cron, "tz": spec.tz, **edit.old}
             cleared.append((spec.name, rule(override), rule({"cron": spec.cron, "tz": spec.tz})))
-        defined.add(spec.name)
+    defined = {spec.name for spec in specs}
     mine, elsewhere = set(own_tasks), set(live_tasks) - set(own_tasks)
     stale = [
         schedule.name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,7 +19,7 @@ from rota.core.clock import Clock
 from rota.core.cron import Cron
 from rota.core.events import EventName
 from rota.core.model import NewJob
-from rota.core.planner import plan
+from rota.core.planner import Plan, plan
 from rota.core.schedules import Schedule
 from rota.errors import RotaError
 from rota.observe.events import EventLog
@@ -28,7 +28,7 @@ from rota.runtime.timer import Timer
 from rota.runtime.worker.backoff import LoopBackoff
 from rota.runtime.worker.outlook import SharedOutlook
 from rota.store.base import ScheduleStore
-from rota.store.values import Outlook
+from rota.store.values import Fired, Outlook
 from rota.tasks import TaskRegistry
 
 MAX_BACKOFF = 30.0
@@ -50,58 +50,82 @@ def fire_due(
     events: EventLog,
     now: datetime,
 ) -> int:
-    """One pass: enqueue the due ticks of every due schedule; return how many jobs were added."""
+    """Enqueue the due ticks of every due schedule, a batch of schedules a transaction, and
+    announce them once committed; return how many jobs were added."""
     fired = 0
-    for schedule in store.due(now, settings.batch):
+    while True:
+        planner = TickPlanner(registry, settings, now)
+        batch = store.fire_due(now, settings.batch, planner)
+        for name, error in planner.invalid.items():
+            events.emit(EventName.SCHEDULE_INVALID, logging.ERROR, schedule=name, error=error)
+        store.disable(list(planner.invalid), now, actors.SCHEDULER)
+        for done in batch.fired:
+            announce(done, planner.plans[done.schedule.name], events)
+            fired += len(done.jobs)
+        if batch.taken < settings.batch or not (batch.fired or planner.invalid):
+            return fired
+
+
+@dataclass
+class TickPlanner:
+    """Plans the ticks of each schedule of one batch (``ScheduleStore.fire_due``'s planner),
+    keeping what is announced once the batch is committed: each schedule's plan, and the
+    schedules whose rule cannot be read, left for the pass to disable."""
+
+    registry: TaskRegistry
+    settings: SchedulerSettings
+    now: datetime
+    plans: dict[str, Plan] = field(default_factory=dict)
+    invalid: dict[str, RotaError] = field(default_factory=dict)
+
+    def __call__(self, schedule: Schedule) -> tuple[datetime, list[NewJob]] | None:
         try:
             cron = Cron(schedule.spec.cron, schedule.spec.tz)
         except RotaError as error:
-            events.emit(
-                EventName.SCHEDULE_INVALID, logging.ERROR, schedule=schedule.name, error=error
-            )
-            store.disable([schedule.name], now, actors.SCHEDULER)
-            continue
+            self.invalid[schedule.name] = error
+            return None
         decided = plan(
             cron,
             schedule.next_run_at,
-            now,
-            misfire_grace=timedelta(seconds=settings.misfire_grace),
-            catchup=settings.catchup_missed,
-            max_missed=settings.max_missed_runs,
+            self.now,
+            misfire_grace=timedelta(seconds=self.settings.misfire_grace),
+            catchup=self.settings.catchup_missed,
+            max_missed=self.settings.max_missed_runs,
         )
-        planned = [schedule_job(schedule, tick, registry) for tick in decided.ticks]
-        fired_ticks = store.fire(schedule, decided.next_run, planned, now)
-        if fired_ticks is None:
-            continue
-        jobs = [job for job in planned if job.scheduled_at in fired_ticks.enqueue]
-        for tick in fired_ticks.skipped:
-            events.emit(
-                EventName.SCHEDULE_SKIPPED,
-                schedule=schedule.name,
-                task=schedule.spec.task,
-                scheduled_at=tick.isoformat(),
-                unfinished=list(fired_ticks.unfinished),
-            )
-        if decided.missed:
-            events.emit(
-                EventName.SCHEDULE_MISSED,
-                logging.WARNING,
-                schedule=schedule.name,
-                task=schedule.spec.task,
-                count=decided.missed,
-                skipped=decided.skipped,
-                caught_up=decided.caught_up,
-            )
-        for job in jobs:
-            events.emit(
-                EventName.JOB_SCHEDULED,
-                schedule=schedule.name,
-                task=job.task,
-                queue=job.queue,
-                scheduled_at=job.scheduled_at.isoformat() if job.scheduled_at else None,
-            )
-        fired += len(jobs)
-    return fired
+        self.plans[schedule.name] = decided
+        jobs = [schedule_job(schedule, tick, self.registry) for tick in decided.ticks]
+        return decided.next_run, jobs
+
+
+def announce(done: Fired, decided: Plan, events: EventLog) -> None:
+    """The events of one schedule's firing: skipped ticks, missed ticks, jobs enqueued."""
+    schedule = done.schedule
+    for tick in done.decision.skipped:
+        events.emit(
+            EventName.SCHEDULE_SKIPPED,
+            schedule=schedule.name,
+            task=schedule.spec.task,
+            scheduled_at=tick.isoformat(),
+            unfinished=list(done.decision.unfinished),
+        )
+    if decided.missed:
+        events.emit(
+            EventName.SCHEDULE_MISSED,
+            logging.WARNING,
+            schedule=schedule.name,
+            task=schedule.spec.task,
+            count=decided.missed,
+            skipped=decided.skipped,
+            caught_up=decided.caught_up,
+        )
+    for job in done.jobs:
+        events.emit(
+            EventName.JOB_SCHEDULED,
+            schedule=schedule.name,
+            task=job.task,
+            queue=job.queue,
+            scheduled_at=job.scheduled_at.isoformat() if job.scheduled_at else None,
+        )
 
 
 def schedule_job(

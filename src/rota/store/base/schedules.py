@@ -1,20 +1,25 @@
-"""The schedules' protocol: ticks become jobs only through ``fire``, once each."""
+"""The schedules' protocol: ticks become jobs only through ``fire_due`` and ``fire``, once each."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 from rota.core.model import NewJob
 from rota.core.overlap import Decision
 from rota.core.schedule_edits import Edit
 from rota.core.schedules import Schedule, ScheduleChange, ScheduleSpec, ScheduleState, ScheduleStats
+from rota.store.values import Firings
+
+Planner: TypeAlias = Callable[[Schedule], tuple[datetime, Sequence[NewJob]] | None]
+"""A due schedule's next run and the jobs of its ticks; ``None`` leaves the schedule as it is."""
 
 
 class ScheduleStore(Protocol):
-    """Schedules by name; ``fire`` is the only way ticks become jobs.  Every change of a
-    schedule is written with its history entry, in one transaction, by ``actor``."""
+    """Schedules by name; ``fire_due`` (and ``fire``, its one-schedule form) is the only way
+    ticks become jobs.  Every change of a schedule is written with its history entry, in one
+    transaction, by ``actor``."""
 
     def upsert(
         self, spec: ScheduleSpec, first_run: datetime, now: datetime, actor: str
@@ -23,6 +28,14 @@ class ScheduleStore(Protocol):
         cron or tz, or a disabled schedule coming back, restarts at ``first_run``.  Never
         creates a second row.  The schedule now, and the change made, if any; ``(None,
         None)`` when the row of that name cannot be read, which is left as it is."""
+        ...
+
+    def upsert_many(
+        self, specs: Sequence[tuple[ScheduleSpec, datetime]], now: datetime, actor: str
+    ) -> dict[str, Edit]:
+        """``upsert`` each schedule with its first run, many a transaction (code's schedules at
+        start: 10,000 of them take seconds, not minutes): the changes made by name, creations
+        aside."""
         ...
 
     def change(
@@ -39,9 +52,12 @@ class ScheduleStore(Protocol):
         """By name, leaving out the rows that cannot be read (each logged once)."""
         ...
 
-    def due(self, now: datetime, limit: int) -> list[Schedule]:
-        """Active schedules whose ``next_run_at <= now``, earliest first, leaving out the rows
-        that cannot be read (each logged once)."""
+    def fire_due(self, now: datetime, limit: int, planner: Planner) -> Firings:
+        """Take up to ``limit`` active schedules whose ``next_run_at <= now``, earliest first,
+        skipping those another instance is firing, and fire each as ``planner`` gives its next
+        run and tick jobs (as ``fire`` does), all in one transaction; a schedule ``planner``
+        gives ``None`` for, or whose row cannot be read (logged once), is left as it is.
+        Replicas take disjoint batches rather than waiting on each other's rows."""
         ...
 
     def next_due(self) -> datetime | None: ...
