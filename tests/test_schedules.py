@@ -78,6 +78,22 @@ def test_define_task_and_runtime_schedules(
     assert sorted(ran) == ["cleanup:all", "demoTask"]
 
 
+def test_a_minute_with_more_due_schedules_than_a_batch_enqueues_every_tick(
+    rota: Rota, clock: FakeClock
+) -> None:
+    """250 schedules due at once are three of the scheduler's batches, in one pass."""
+    for number in range(250):
+        rota.define_task(TaskDefinition(name=f"t{number:03d}", cron="* * * * *", handler=noop))
+    assert rota.drain().succeeded == 250
+    clock.advance(MINUTE)
+    assert rota.drain().succeeded == 250
+    assert len(scheduled_jobs(rota)) == 500
+
+
+def noop() -> None:
+    """A task that does nothing."""
+
+
 @pytest.mark.parametrize(
     ("cron", "tz", "error", "match"),
     [

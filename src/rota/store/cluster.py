@@ -62,7 +62,7 @@ class SqlCluster:
             if connection.execute(statement.values(owner=owner, until=until)).rowcount:
                 return True
             row = {"namespace": namespace, "name": name, "owner": owner, "until": until}
-            connection.execute(self.database.dialect.insert_ignoring_duplicates(leases, [row]))
+            connection.execute(self.database.dialect.insert_ignoring_duplicates(leases), [row])
             holder = select(leases.c.owner).where(named)
             return bool(connection.execute(holder).scalar_one() == owner)
 
@@ -96,7 +96,7 @@ class SqlCluster:
                         "updated_at": now,
                     }
                     connection.execute(
-                        self.database.dialect.insert_ignoring_duplicates(queues, [row])
+                        self.database.dialect.insert_ignoring_duplicates(queues), [row]
                     )
             return changed
 

@@ -144,7 +144,7 @@ class SqlDependencies:
         dialect = self.database.dialect
         for start in range(0, len(rows), CHUNK):
             chunk = rows[start : start + CHUNK]
-            connection.execute(dialect.insert_ignoring_duplicates(self.links, chunk))
+            connection.execute(dialect.insert_ignoring_duplicates(self.links), chunk)
 
     def cascade(
         self, connection: Connection, ended: Iterable[int], now: datetime

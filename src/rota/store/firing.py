@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import NewJob
 from rota.core.overlap import Decision, Overlap, decide, skipped
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange, ScheduleState
+from rota.errors import StoreError
 from rota.store.base.schedules import Planner
 from rota.store.database import Database
 from rota.store.history import ScheduleHistory
@@ -97,42 +98,32 @@ class SqlFiring:
     def _fire(
         self, connection: Connection, firings: Sequence[Firing], now: datetime
     ) -> list[Fired | None]:
-        """Decide each firing's ticks, move each schedule on (``None`` where it had moved),
-        then write the batch's jobs, their overlap links and the skipped ticks' history."""
-        table = self.table
+        """Decide each firing's ticks, move the schedules on (``None`` where one had moved
+        already), then write the batch's jobs, their overlap links and the skipped ticks'
+        history."""
         policed = {
             f.schedule.name: ticks_of(f.jobs)
             for f in firings
             if f.jobs and f.schedule.spec.overlap is not Overlap.ALLOW
         }
         seen = self.overlap.unfinished(connection, policed)
+        decisions = []
+        for firing in firings:
+            unfinished, existing = seen.get(firing.schedule.name, ([], set()))
+            ticks = [tick for tick in ticks_of(firing.jobs) if tick not in existing]
+            decisions.append(decide(firing.schedule.spec.overlap, ticks, unfinished))
+        moved = self._move(connection, firings, decisions)
         results: list[Fired | None] = []
         rows: list[dict[str, Any]] = []
         chained: list[tuple[str, Decision]] = []
         history: list[ScheduleChange] = []
         namespace = {"namespace": self.database.namespace}
-        for firing in firings:
+        for firing, decision in zip(firings, decisions, strict=True):
             schedule = firing.schedule
-            unfinished, existing = seen.get(schedule.name, ([], set()))
-            ticks = [tick for tick in ticks_of(firing.jobs) if tick not in existing]
-            decision = decide(schedule.spec.overlap, ticks, unfinished)
-            kept = [job for job in firing.jobs if job.scheduled_at in decision.enqueue]
-            changes: dict[str, Any] = {"next_run_at": firing.next_run}
-            if decision.enqueue:
-                changes["last_run_at"] = max(decision.enqueue)
-            moved = connection.execute(
-                update(table)
-                .where(
-                    self.database.mine(table),
-                    table.c.name == schedule.name,
-                    table.c.state == ScheduleState.ACTIVE.value,
-                    table.c.next_run_at == schedule.next_run_at,
-                )
-                .values(changes)
-            ).rowcount
-            if not moved:
+            if schedule.name not in moved:
                 results.append(None)
                 continue
+            kept = [job for job in firing.jobs if job.scheduled_at in decision.enqueue]
             rows += [job_values(job, now) | namespace for job in kept]
             if kept and decision.chained:
                 chained.append((schedule.name, decision))
@@ -148,13 +139,49 @@ class SqlFiring:
                 for tick in decision.skipped
             ]
             results.append(Fired(schedule, decision, tuple(kept)))
-        insert = self.database.dialect.insert_ignoring_duplicates
+        insert = self.database.dialect.insert_ignoring_duplicates(self.database.schema.jobs)
         for group in by_payload(rows, INSERT_BYTES):
-            connection.execute(insert(self.database.schema.jobs, group))
+            connection.execute(insert, group)
         for name, decision in chained:
             self.overlap.hold(connection, name, decision)
         self.history.record(connection, history)
         return results
+
+    def _move(
+        self, connection: Connection, firings: Sequence[Firing], decisions: Sequence[Decision]
+    ) -> set[str]:
+        """Move each schedule to its next run (and its last run to its newest tick enqueued)
+        where it is still active at the next run it was read with, in one UPDATE whose
+        ``CASE`` gives each row its values: the names moved.  Rows locked since they were read
+        all move; a firing on a row read earlier (``fire``, one schedule) may find it moved
+        meanwhile."""
+        if not firings:
+            return set()
+        table = self.table
+        names = [firing.schedule.name for firing in firings]
+        read = {f.schedule.name: f.schedule.next_run_at for f in firings}
+        last = {
+            f.schedule.name: max(d.enqueue)
+            for f, d in zip(firings, decisions, strict=True)
+            if d.enqueue
+        }
+        values: dict[str, Any] = {
+            "next_run_at": case({f.schedule.name: f.next_run for f in firings}, value=table.c.name)
+        }
+        if last:
+            values["last_run_at"] = case(last, value=table.c.name, else_=table.c.last_run_at)
+        where = (
+            self.database.mine(table),
+            table.c.name.in_(names),
+            table.c.state == ScheduleState.ACTIVE.value,
+            table.c.next_run_at == case(read, value=table.c.name),
+        )
+        moved = connection.execute(update(table).where(*where).values(values)).rowcount
+        if moved == len(names):
+            return set(names)
+        if len(names) == 1:
+            return set()
+        raise StoreError(f"{moved} of the {len(names)} schedules locked for firing moved")
 
 
 def ticks_of(jobs: Sequence[NewJob]) -> list[datetime]:

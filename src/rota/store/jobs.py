@@ -85,7 +85,7 @@ class SqlJobs:
         commit and then skips, so both callers read the same id.
         """
         table = self.table
-        connection.execute(self.database.dialect.insert_ignoring_duplicates(table, [row]))
+        connection.execute(self.database.dialect.insert_ignoring_duplicates(table), [row])
         return int(connection.execute(holding_key(table, row)).scalar_one())
 
     def claim(

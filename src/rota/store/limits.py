@@ -202,7 +202,7 @@ class FlowClaims:
                     {"namespace": namespace, "key": key, "tokens": None, "updated_at": now}
                     for key in absent
                 ]
-                connection.execute(self.database.dialect.insert_ignoring_duplicates(limits, rows))
+                connection.execute(self.database.dialect.insert_ignoring_duplicates(limits), rows)
                 locked.update(self._select_locked(connection, absent))
         return locked
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, or_, select, true, union_all, update
+from sqlalchemy import Executable, and_, bindparam, or_, select, true, union_all, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import FINAL_STATES, JobState
@@ -33,6 +34,7 @@ class SqlOverlap:
         self.jobs = database.schema.jobs
         self.mine = database.mine(self.jobs)
         self.dependencies = SqlDependencies(database)
+        self._queries: dict[int, Executable] = {}
 
     def unfinished(
         self, connection: Connection, ticks: Mapping[str, Sequence[datetime]]
@@ -40,36 +42,51 @@ class SqlOverlap:
         """Per schedule of ``ticks``: the ids of its jobs (ticks and manual runs) not yet final,
         except the jobs of its ``ticks`` themselves; and those of its ``ticks`` that already
         have their job (a tick fired again after a resume, or by another instance), which are
-        no new run.  One statement for every schedule of a batch: a branch each, each reading
-        the schedule's newest ``RECENT`` jobs and sending back only those that matter."""
+        no new run.  One statement for every schedule of a batch (``_newest``)."""
+        found: dict[str, tuple[list[int], set[datetime]]] = {name: ([], set()) for name in ticks}
+        if not ticks:
+            return found
+        parameters: dict[str, Any] = {}
+        for index, (schedule, planned) in enumerate(ticks.items()):
+            parameters[f"schedule_{index}"] = schedule
+            parameters[f"ticks_{index}"] = list(planned)
+        for schedule, job_id, state, at, tick in connection.execute(
+            self._newest(len(ticks)), parameters
+        ):
+            unfinished, fired = found[schedule]
+            moment = aware(at)
+            if tick and moment is not None and moment in ticks[schedule]:
+                fired.add(moment)
+            elif state in UNFINISHED:
+                unfinished.append(job_id)
+        return found
+
+    def _newest(self, count: int) -> Executable:
+        """The query of ``count`` schedules: a branch each, reading the schedule's newest
+        ``RECENT`` jobs and sending back only those that matter.  Built once per count, its
+        values bound at each execution (building a batch's 100 branches cost more than
+        running them)."""
+        query = self._queries.get(count)
+        if query is not None:
+            return query
         jobs = self.jobs
         branches = []
-        for schedule, planned in ticks.items():
+        for index in range(count):
             newest = (
                 select(jobs.c.schedule, jobs.c.id, jobs.c.state, jobs.c.scheduled_at, jobs.c.tick)
-                .where(self.mine, jobs.c.schedule == schedule)
+                .where(self.mine, jobs.c.schedule == bindparam(f"schedule_{index}"))
                 .order_by(jobs.c.scheduled_at.desc())
                 .limit(RECENT)
                 .subquery()
             )
-            fired = and_(newest.c.tick == true(), newest.c.scheduled_at.in_(list(planned)))
+            planned = bindparam(f"ticks_{index}", expanding=True, type_=jobs.c.scheduled_at.type)
+            fired = and_(newest.c.tick == true(), newest.c.scheduled_at.in_(planned))
             branches.append(
                 select(*newest.c).where(or_(newest.c.state.in_(sorted(UNFINISHED)), fired))
             )
-        found: dict[str, tuple[list[int], set[datetime]]] = {
-            schedule: ([], set()) for schedule in ticks
-        }
-        if not branches:
-            return found
-        query = branches[0] if len(branches) == 1 else union_all(*branches)
-        for schedule, job_id, state, at, tick in connection.execute(query):
-            unfinished, fired_ticks = found[schedule]
-            moment = aware(at)
-            if tick and moment is not None and moment in ticks[schedule]:
-                fired_ticks.add(moment)
-            elif state in UNFINISHED:
-                unfinished.append(job_id)
-        return found
+        query = branches[0] if count == 1 else union_all(*branches)
+        self._queries[count] = query
+        return query
 
     def hold(
         self, connection: Connection, schedule: str, decision: Decision

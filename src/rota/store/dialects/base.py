@@ -231,10 +231,11 @@ class Dialect:
         skipping those another transaction holds."""
         return query.with_for_update(skip_locked=True, of=of)
 
-    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
-        """An INSERT that skips rows hitting a unique key instead of failing the transaction.
-        Its row count does not say how many it inserted: MySQL counts a skipped row as matched,
-        and SQLAlchemy keeps no count of an INSERT on psycopg."""
+    def insert_ignoring_duplicates(self, table: Table) -> Insert:
+        """An INSERT of the rows given at execution (one or many; SQLAlchemy batches many into
+        multi-row statements, compiled once) that skips rows hitting a unique key instead of
+        failing the transaction.  Its row count does not say how many it inserted: MySQL counts
+        a skipped row as matched, and SQLAlchemy keeps no count of an INSERT on psycopg."""
         raise NotImplementedError
 
     def insert_ids(

@@ -196,9 +196,9 @@ class MySQLDialect(Dialect):
         server refuses a statement larger than that in bytes."""
         return int(connection.exec_driver_sql("SELECT @@max_allowed_packet").scalar_one())
 
-    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+    def insert_ignoring_duplicates(self, table: Table) -> Insert:
         """``INSERT IGNORE`` would also hide truncation errors, hence a no-op update instead."""
-        statement = mysql.insert(table).values(rows)
+        statement = mysql.insert(table)
         key = next(iter(table.primary_key.columns))
         return statement.on_duplicate_key_update({key.name: key})
 

@@ -107,9 +107,9 @@ class PostgreSQLDialect(Dialect):
     def server_time_query(self) -> str:
         return "SELECT clock_timestamp() AT TIME ZONE 'UTC'"
 
-    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
+    def insert_ignoring_duplicates(self, table: Table) -> Insert:
         """``ON CONFLICT``, because a failed insert would abort the whole transaction."""
-        return postgresql.insert(table).values(rows).on_conflict_do_nothing()
+        return postgresql.insert(table).on_conflict_do_nothing()
 
     def insert_ids(
         self, connection: Connection, table: Table, rows: list[dict[str, Any]]

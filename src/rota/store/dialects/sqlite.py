@@ -63,8 +63,8 @@ class SQLiteDialect(Dialect):
     def lock_for_claim(self, query: Select[Any], of: Table | None = None) -> Select[Any]:
         return query
 
-    def insert_ignoring_duplicates(self, table: Table, rows: list[dict[str, Any]]) -> Insert:
-        return sqlite.insert(table).values(rows).on_conflict_do_nothing()
+    def insert_ignoring_duplicates(self, table: Table) -> Insert:
+        return sqlite.insert(table).on_conflict_do_nothing()
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:
         """Only a busy database: the file is local, so there is no connection to lose."""
