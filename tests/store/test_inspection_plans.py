@@ -137,10 +137,10 @@ CALLS: dict[str, Callable[[Store], object]] = {
 }
 
 
-def unfinished_runs(store: Store) -> tuple[list[int], set[datetime]]:
+def unfinished_runs(store: Store) -> dict[str, tuple[list[int], set[datetime]]]:
     assert isinstance(store, SqlStore)
     with store.engine.connect() as connection:
-        return store.schedules.overlap.unfinished(connection, "a", [START])
+        return store.schedules.overlap.unfinished(connection, {"a": [START], "b": [START]})
 
 
 @pytest.mark.parametrize("name", list(CALLS))

@@ -4,6 +4,6 @@ INSERT INTO rota_jobs (namespace, task, queue, priority, state, payload, attempt
 
 INSERT INTO rota_leases (namespace, name, owner, until) VALUES (%s, %s, %s, %s) AS new ON DUPLICATE KEY UPDATE namespace = rota_leases.namespace;
 
-INSERT INTO rota_limits (namespace, `key`, tokens, updated_at) VALUES (%s, %s, %s, %s), (%s, %s, %s, %s) AS new ON DUPLICATE KEY UPDATE namespace = rota_limits.namespace;
+INSERT INTO rota_limits (namespace, `key`, tokens, updated_at) VALUES (%s, %s, %s, %s) AS new ON DUPLICATE KEY UPDATE namespace = rota_limits.namespace;
 
 INSERT INTO rota_queues (namespace, name, paused, updated_at) VALUES (%s, %s, %s, %s) AS new ON DUPLICATE KEY UPDATE namespace = rota_queues.namespace;
