@@ -2,9 +2,11 @@
 
 Measures the start-up sync of the code's schedules (on empty tables, then again as a restart
 does), then runs N ``rota worker`` processes over minute ticks up to and including one of the
-five-minute ticks, and reports per tick: jobs enqueued against the schedules due, how long
-after the tick every one of them was committed (counted every ``POLL`` seconds), and
-duplicates (the tick's unique key makes them impossible; counted to show it).
+five-minute ticks, and reports per tick: jobs enqueued and ticks skipped (the default overlap
+policy skips a tick while the schedule's previous run is unfinished) against the schedules
+due, how long after the tick every one of them was decided and committed (counted every
+``POLL`` seconds), and duplicates (the tick's unique key makes them impossible; counted to
+show it).
 
     python -m bench.cron_scale --url mysql://root@127.0.0.1/test --schedules 10000 --workers 2
 """
@@ -22,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, Table, func, select
 
 from rota.store.migrate import drop
 
@@ -44,6 +46,19 @@ def tick_window(ready: datetime, minimum: int) -> list[datetime]:
     while len(ticks) < minimum or all(tick.minute % 5 for tick in ticks):
         ticks.append(ticks[-1] + timedelta(minutes=1))
     return ticks
+
+
+def enqueued(connection: Connection, jobs: Table, tick: datetime) -> int:
+    query = select(func.count()).where(jobs.c.scheduled_at == tick, jobs.c.tick.is_(True))
+    return int(connection.execute(query).scalar_one())
+
+
+def skipped(connection: Connection, history: Table, tick: datetime) -> int:
+    """Ticks skipped by the ``skip`` overlap policy (the schedule's previous run unfinished),
+    as the history records them: decided, not dropped."""
+    entry = history.c.new.like(f'%"tick": "{tick.isoformat()}"%')
+    query = select(func.count()).where(history.c.action == "skipped", entry)
+    return int(connection.execute(query).scalar_one())
 
 
 def main() -> int:
@@ -81,7 +96,7 @@ def main() -> int:
     ]
     ticks = tick_window(datetime.now(timezone.utc) + timedelta(seconds=5), options.ticks)
     print(f"{options.workers} workers; ticks {ticks[0]:%H:%M}..{ticks[-1]:%H:%M}", flush=True)
-    jobs = app.store.database.schema.jobs
+    jobs, history = app.store.database.schema.jobs, app.store.database.schema.schedule_history
     due = {
         tick: options.schedules if tick.minute % 5 == 0 else (options.schedules + 1) // 2
         for tick in ticks
@@ -93,11 +108,11 @@ def main() -> int:
                 now = datetime.now(timezone.utc)
                 for tick in ticks:
                     if tick <= now and tick not in complete:
-                        enqueued = connection.execute(
-                            select(func.count()).where(jobs.c.scheduled_at == tick)
-                        ).scalar_one()
+                        decided = enqueued(connection, jobs, tick) + skipped(
+                            connection, history, tick
+                        )
                         connection.commit()
-                        if enqueued >= due[tick]:
+                        if decided >= due[tick]:
                             complete[tick] = (now - tick).total_seconds()
                 if len(complete) == len(ticks):
                     break
@@ -119,8 +134,9 @@ def main() -> int:
                     "tick": tick.isoformat(),
                     "due": due[tick],
                     "enqueued": count,
+                    "skipped": skipped(connection, history, tick),
                     "duplicates": count - distinct,
-                    "all_enqueued_within_s": complete.get(tick),
+                    "all_decided_within_s": complete.get(tick),
                 }
             )
     drop(app.store.database)
@@ -135,8 +151,8 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     if options.json:
         options.json.write_text(json.dumps(result, indent=2))
-    whole = all(t["enqueued"] == t["due"] and not t["duplicates"] for t in per_tick)
-    prompt = all((t["all_enqueued_within_s"] or 99) <= 10 for t in per_tick)
+    whole = all(t["enqueued"] + t["skipped"] == t["due"] and not t["duplicates"] for t in per_tick)
+    prompt = all((t["all_decided_within_s"] or 99) <= 10 for t in per_tick)
     return 0 if whole and prompt and max(first_sync, second_sync) <= 5 else 1
 
 

@@ -17,6 +17,7 @@ from rota.core.model import JobState
 from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
+from rota.store.task_sets import TaskSets
 
 
 class ClaimCandidates:
@@ -24,6 +25,7 @@ class ClaimCandidates:
         self.database = database
         self.table = database.schema.jobs
         self.dependencies = dependencies
+        self.task_sets = TaskSets(database)
 
     def query(
         self,
@@ -72,7 +74,9 @@ class ClaimCandidates:
 
         The paused queues are a subquery, read and not locked (a locking read locks the rows of
         its own tables only, on MySQL and PostgreSQL): a claim is one round trip fewer than with
-        them read first, and still sees a pause committed before it began.
+        them read first, and still sees a pause committed before it began.  The tasks are
+        named by their set (``task_sets``), whose rows are written the first time a set is
+        used, in a transaction of its own: the claim and the look ask for the key first.
         """
         jobs = self.table
         queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
@@ -82,5 +86,5 @@ class ClaimCandidates:
             queue_match,
             jobs.c.queue.not_in(paused_names(self.database)),
             jobs.c.run_at <= now,
-            jobs.c.task.in_(tasks),
+            self.task_sets.holds(self.task_sets.key(tasks), jobs.c.task),
         ]

@@ -100,6 +100,7 @@ class SqlJobs:
     ) -> list[Job]:
         if limit <= 0 or not queues or not tasks:
             return []
+        self.candidates.task_sets.key(tasks)
         # Tasks without limits keep the plain claim: they pay nothing for flow control.
         flows = {task: limits[task] for task in tasks if limits and task in limits}
         values = {

@@ -32,6 +32,8 @@ class SqlOutlook:
 
     def look(self, queues: Sequence[str], tasks: Sequence[str], now: datetime) -> Outlook:
         jobs = self.database.schema.jobs
+        if queues and tasks:
+            self.jobs.candidates.task_sets.key(tasks)
         due = select(jobs.c.id).where(*self.jobs.candidates.due(list(queues), list(tasks), now))
         # The claim's dependency predicate, split in two: under its OR, PostgreSQL hashes the
         # dependencies of every unfinished job at each look.

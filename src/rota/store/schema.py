@@ -43,6 +43,8 @@ TICK_KEY = ("namespace", "schedule", "scheduled_at", "tick")
 job, a manual run included; every backend holds NULLs distinct in a unique index, so manual runs
 never meet the key, not even two of them at a tick's own moment.  A schedule is named within its
 namespace, so its ticks are too."""
+TASK_SET_KEY_LENGTH = 64
+"""A task set's key: the SHA-256 of its sorted names, in hex (``store.task_sets``)."""
 CLAIM_INDEX = ("namespace", "state", "queue", "priority", "run_at")
 """A worker claims the due jobs of its own namespace, by queue, in priority and time order."""
 UNIQUE_KEY = ("namespace", "task", "unique_key")
@@ -85,6 +87,7 @@ class Schema:
     schedule_history: Table
     tallies: Table
     tally_mark: Table
+    task_sets: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -252,6 +255,13 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("folded_until", UtcDateTime, nullable=False),
         **MYSQL_TABLE_OPTIONS,
     )
+    task_sets = Table(
+        f"{prefix}task_sets",
+        metadata,
+        Column("set_key", String(TASK_SET_KEY_LENGTH), primary_key=True),
+        Column("task", String(LIMITS["task"]), primary_key=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -264,4 +274,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         schedule_history=schedule_history,
         tallies=tallies,
         tally_mark=tally_mark,
+        task_sets=task_sets,
     )

@@ -7,3 +7,5 @@ INSERT INTO rota_leases (namespace, name, owner, until) VALUES (%s, %s, %s, %s) 
 INSERT INTO rota_limits (namespace, `key`, tokens, updated_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE namespace = rota_limits.namespace;
 
 INSERT INTO rota_queues (namespace, name, paused, updated_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE namespace = rota_queues.namespace;
+
+INSERT INTO rota_task_sets (set_key, task) VALUES (%s, %s) ON DUPLICATE KEY UPDATE set_key = rota_task_sets.set_key;
