@@ -121,20 +121,21 @@ def fill(rota: Rota, backend: str, case: Case, size: int) -> None:
     """Make the tables and fill them with ``size`` pending jobs of ``case`` unless they hold
     them already (then the jobs run or claimed by an earlier run are put back), then ANALYZE
     (and VACUUM on PostgreSQL, as autovacuum would)."""
-    rota.jobs()  # migrates
+    sql(rota).migrate()
     store = sql(rota)
     jobs = store.schema.jobs
     put_back(rota)  # what an interrupted run left claimed
     with store.engine.connect() as connection:
         have = int(connection.execute(select(func.count()).select_from(jobs)).scalar_one())
-    if have != size:
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
-        with store.engine.begin() as connection:
-            connection.execute(jobs.delete())
-            for start in range(1, size + 1, CHUNK):
-                end = min(size, start + CHUNK - 1)
-                statement = text(case.rows(backend, jobs.name, start, end))
-                connection.execute(statement, {"now": now, "payload": PAYLOAD})
+    if have == size:
+        return  # kept from an earlier run, its statistics with it
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    with store.engine.begin() as connection:
+        connection.execute(jobs.delete())
+        for start in range(1, size + 1, CHUNK):
+            end = min(size, start + CHUNK - 1)
+            statement = text(case.rows(backend, jobs.name, start, end))
+            connection.execute(statement, {"now": now, "payload": PAYLOAD})
     analyze = "VACUUM ANALYZE {}" if backend == "postgres" else "ANALYZE TABLE {}"
     with store.engine.connect() as connection:
         connection = connection.execution_options(isolation_level="AUTOCOMMIT")
