@@ -1,16 +1,27 @@
 """Which pending rows a claim takes: the candidate query, and the conditions it shares with the
 idle look (a look must never see less work than a claim would).
 
+A claim reads the claim index ``(namespace, state, queue, priority, run_at)`` in priority and
+time order; only ``run_at <= now`` is due, and the jobs of a more urgent priority that are not
+due yet come first in that order: read as one range, a claim walked past every one of them
+(half a million rows and 250 ms, up to seconds on MariaDB, with half the backlog scheduled
+ahead at a more urgent priority; issue 32). So a claim first asks which priorities each of its
+queues holds due jobs at (``levels``: one seek per priority, not a row per job), then takes
+them level by level, most urgent first: within a priority the due jobs are one index range.
+
 Apart from ``jobs`` so that tests and ``bench/scale`` can EXPLAIN exactly what a claim runs.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select, union_all
+from sqlalchemy import Select, func, literal, select, union_all
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import JobState
@@ -18,6 +29,18 @@ from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.task_sets import TaskSets
+
+MAX_LEVELS = 500
+"""(queue, priority) pairs a claim looks for at most: past that many (a backlog spread over
+hundreds of priorities), the claim reads each queue as one range, as it did before levels."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """The queues that hold due jobs at ``priority`` (``None``: at any priority)."""
+
+    priority: int | None
+    queues: tuple[str, ...]
 
 
 class ClaimCandidates:
@@ -27,6 +50,56 @@ class ClaimCandidates:
         self.dependencies = dependencies
         self.task_sets = TaskSets(database)
 
+    def levels(self, connection: Connection, queues: Sequence[str], now: datetime) -> list[Level]:
+        """The priorities at which ``queues`` hold pending jobs due by ``now``, most urgent
+        first, each with its queues: the order in which a claim takes them. Nothing locked.
+
+        Read from the claim index alone, one seek per (queue, priority): MySQL's and MariaDB's
+        loose index scan of a ``GROUP BY`` over the index's columns, elsewhere a recursive query
+        stepping from each priority to the next. The task, dependency and pause conditions are
+        the claim's: a level may yield nothing, and the claim goes on to the next one.
+        """
+        pairs = connection.execute(self.levels_query(queues, now)).all()
+        if len(pairs) >= MAX_LEVELS:
+            return [Level(None, tuple(queues))]
+        by_priority: dict[int, list[str]] = defaultdict(list)
+        for pair in sorted(pairs, key=lambda pair: (pair[1], pair[0])):
+            by_priority[int(pair[1])].append(str(pair[0]))
+        return [Level(priority, tuple(found)) for priority, found in by_priority.items()]
+
+    def levels_query(self, queues: Sequence[str], now: datetime) -> Select[Any]:
+        jobs = self.table
+        pending = (self.database.mine(jobs), jobs.c.state == JobState.PENDING.value)
+        if self.database.dialect.groups_by_index_skip:
+            # MIN(run_at) keeps the loose scan with the range on run_at: one seek a group.
+            return (
+                select(jobs.c.queue, jobs.c.priority, func.min(jobs.c.run_at))
+                .where(*pending, jobs.c.queue.in_(queues), jobs.c.run_at <= now)
+                .group_by(jobs.c.namespace, jobs.c.state, jobs.c.queue, jobs.c.priority)
+                .limit(MAX_LEVELS)
+            )
+
+        def lowest(queue: ColumnElement[Any], above: ColumnElement[Any] | None) -> Any:
+            """The most urgent priority of ``queue`` (past ``above``): one index seek."""
+            later = () if above is None else (jobs.c.priority > above,)
+            found = select(func.min(jobs.c.priority)).where(*pending, jobs.c.queue == queue)
+            return found.where(*later).scalar_subquery()
+
+        named = union_all(*(select(literal(queue).label("queue")) for queue in queues)).subquery()
+        first = select(named.c.queue, lowest(named.c.queue, None).label("priority"))
+        step = first.cte("levels", recursive=True)
+        more = select(step.c.queue, lowest(step.c.queue, step.c.priority)).where(
+            step.c.priority.is_not(None)
+        )
+        step = step.union_all(more)
+        # Due by its earliest job: one seek per pair. (An EXISTS of a due job was planned as a
+        # join of every due job, or as a scan of the table.)
+        earliest = select(func.min(jobs.c.run_at)).where(
+            *pending, jobs.c.queue == step.c.queue, jobs.c.priority == step.c.priority
+        )
+        due = earliest.scalar_subquery() <= now
+        return select(step.c.queue, step.c.priority).where(due).limit(MAX_LEVELS)
+
     def query(
         self,
         queues: Sequence[str],
@@ -34,8 +107,10 @@ class ClaimCandidates:
         limit: int,
         now: datetime,
         also: Sequence[ColumnElement[bool]] = (),
+        priority: int | None = None,
     ) -> Select[Any]:
-        """The rows a claim takes and locks (``also``: more conditions, as flow control adds).
+        """The rows a claim takes and locks (``also``: more conditions, as flow control adds),
+        at ``priority`` (a level) or at any.
 
         One queue is one range of the claim index, read in priority and time order and locked
         as it is read, so a claim reads and locks the rows it takes. For several queues no index
@@ -46,9 +121,10 @@ class ClaimCandidates:
         """
         jobs = self.table
         ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
+        level = () if priority is None else (jobs.c.priority == priority,)
 
         def best(names: Sequence[str]) -> Select[Any]:
-            where = (*self.due(names, tasks, now), self.dependencies.satisfied(), *also)
+            where = (*self.due(names, tasks, now), *level, self.dependencies.satisfied(), *also)
             return select(jobs).where(*where).order_by(*ordered).limit(limit)
 
         dialect = self.database.dialect
@@ -64,6 +140,24 @@ class ClaimCandidates:
             .limit(limit)
         )
         return dialect.lock_for_claim(query, of=jobs)
+
+    def take(
+        self,
+        connection: Connection,
+        levels: Sequence[Level],
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        also: Sequence[ColumnElement[bool]] = (),
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` candidates of ``levels``, read and locked level by level."""
+        rows: list[dict[str, Any]] = []
+        for level in levels:
+            query = self.query(level.queues, tasks, limit - len(rows), now, also, level.priority)
+            rows += [dict(row._mapping) for row in connection.execute(query)]
+            if len(rows) >= limit:
+                break
+        return rows
 
     def due(
         self, queues: Sequence[str], tasks: Sequence[str], now: datetime

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, Update, and_, case, select, true, update
+from sqlalchemy import Table, Update, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -114,15 +114,21 @@ class SqlJobs:
         }
 
         def work(connection: Connection) -> list[Job]:
+            levels = self.candidates.levels(connection, queues, now)
             if flows:
 
-                def query(n: int, also: Sequence[ColumnElement[bool]]) -> Select[Any]:
-                    return self.candidates.query(queues, tasks, n, now, also)
+                def take(n: int, also: Sequence[ColumnElement[bool]]) -> list[dict[str, Any]]:
+                    return self.candidates.take(connection, levels, tasks, n, now, also)
 
-                claimed = self.flow.claim(connection, query, flows, limit, now, values)
+                claimed = self.flow.claim(connection, take, flows, limit, now, values)
             else:
-                candidates = self.candidates.query(queues, tasks, limit, now)
-                claimed = self.database.dialect.claim(connection, self.table, candidates, values)
+                claimed = []
+                for level in levels:  # most urgent first, until the claim is full
+                    want, at = limit - len(claimed), level.priority
+                    query = self.candidates.query(level.queues, tasks, want, now, (), at)
+                    claimed += self.database.dialect.claim(connection, self.table, query, values)
+                    if len(claimed) >= limit:
+                        break
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
 

@@ -41,7 +41,7 @@ from rota.store.rows import RUNNING
 ROUNDS = 4
 """Candidate queries per claim at most: each one looks past the keys the previous found full."""
 
-CandidateQuery = Callable[[int, Sequence[ColumnElement[bool]]], Select[Any]]
+CandidateQuery = Callable[[int, Sequence[ColumnElement[bool]]], list[dict[str, Any]]]
 """The plain candidate query (due, pending, open queue, known task) for up to n jobs that
 also meet the conditions given (which the query applies before its limit)."""
 
@@ -110,7 +110,7 @@ class FlowClaims:
                 also.append(_outside(jobs.c.rate_key, blocked_rates))
             if chosen:
                 also.append(jobs.c.id.not_in([row["id"] for row in chosen]))
-            rows = [dict(row._mapping) for row in connection.execute(candidates(want, also))]
+            rows = candidates(want, also)
             self._fill_keys(connection, rows, flows)
             found = [_candidate(row) for row in rows]
             concurrency, rates = _limited_keys(found, flows)

@@ -73,6 +73,9 @@ class Dialect:
     announces_new_jobs: ClassVar[bool] = False
     """Whether the jobs table notifies a channel of inserted jobs (migration 0008), which a
     worker can listen on (``store.signals``) instead of waiting for its next poll."""
+    groups_by_index_skip: ClassVar[bool] = False
+    """Whether a ``GROUP BY`` over an index's leading columns reads one entry per group (MySQL's
+    loose index scan), so the claim's levels are one plain statement (``store.candidates``)."""
 
     def normalise(self, url: URL) -> URL:
         """Name the default driver when the URL names none."""

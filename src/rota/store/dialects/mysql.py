@@ -121,6 +121,7 @@ class MySQLDialect(Dialect):
     name = "mysql"
     product = "MySQL"
     drivers = {"mysql": "mysql+pymysql", "mariadb": "mariadb+pymysql"}
+    groups_by_index_skip = True
 
     def normalise(self, url: URL) -> URL:
         """One host, or a ``ConfigError`` saying what to use instead of several."""

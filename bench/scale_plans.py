@@ -1,0 +1,114 @@
+"""What a claim reads, and the bounds ``bench.scale --quick`` holds it to at 100,000 pending.
+
+A claim is the statements ``store.jobs.claim`` sends: its levels (the priorities each queue
+holds due jobs at), then one locking read per level until it has its jobs. Each is run here as
+the claim runs it, in one transaction rolled back afterwards, and measured in pages by the
+server: PostgreSQL's ``EXPLAIN (ANALYZE, BUFFERS)`` (shared buffers hit or read), MariaDB's
+``ANALYZE FORMAT=JSON`` (InnoDB pages accessed). Pages, not rows: the index entries a scan
+steps over inside the index (a condition on ``run_at`` after ``priority``, which MariaDB pushes
+into InnoDB) count in no row figure, not even MariaDB's ``Handler_read_*``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Select, text
+from sqlalchemy.engine import Connection
+
+from bench.scale_data import TASKS, Case, sql
+from rota import Rota
+
+LIMIT = 50
+
+
+@dataclass(frozen=True)
+class Reads:
+    statements: int
+    rows: int
+    """Rows the claim's statements returned: the levels, then the jobs taken."""
+    read: int
+    """Pages: PostgreSQL's shared buffers, MariaDB's InnoDB pages accessed."""
+
+
+def _sql(rota: Rota, query: Select[Any]) -> str:
+    engine = sql(rota).engine
+    return str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+
+
+def _run(connection: Connection, statement: str, postgres: bool) -> tuple[int, int]:
+    """Rows ``statement`` returns and what it read."""
+    if postgres:
+        found = connection.execute(text(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}"))
+        raw = found.scalar_one()
+        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        pages = int(plan["Shared Hit Blocks"]) + int(plan["Shared Read Blocks"])
+        return int(plan["Actual Rows"]), pages
+    rows = len(connection.execute(text(statement)).all())
+    plan = json.loads(connection.execute(text(f"ANALYZE FORMAT=JSON {statement}")).scalar_one())
+    return rows, _pages_accessed(plan)
+
+
+def _pages_accessed(node: object) -> int:
+    """The pages InnoDB accessed, summed over every table of a MariaDB ``ANALYZE``."""
+    if isinstance(node, list):
+        return sum(_pages_accessed(item) for item in node)
+    if not isinstance(node, dict):
+        return 0
+    own = node.get("r_engine_stats", {}).get("pages_accessed", 0)
+    return int(own) + sum(_pages_accessed(value) for value in node.values())
+
+
+def claim_reads(rota: Rota, case: Case) -> Reads:
+    """The statements of a claim of ``LIMIT`` on ``case``'s queues, run and rolled back."""
+    store = sql(rota)
+    candidates = store.jobs.candidates
+    postgres = store.engine.dialect.name == "postgresql"
+    now = datetime.now(timezone.utc)
+    with store.engine.connect() as connection:
+        connection.begin()
+        rows, read = _run(
+            connection, _sql(rota, candidates.levels_query(case.queues, now)), postgres
+        )
+        levels = candidates.levels(connection, case.queues, now)
+        statements, taken = 1, 0
+        for level in levels:
+            query = candidates.query(level.queues, TASKS, LIMIT - taken, now, (), level.priority)
+            got, cost = _run(connection, _sql(rota, query), postgres)
+            statements, taken, read = statements + 1, taken + got, read + cost
+            if taken >= LIMIT:
+                break
+        connection.rollback()
+    return Reads(statements, rows + taken, read)
+
+
+def bound(case: Case) -> int:
+    """The most pages a claim of ``LIMIT`` may read on ``case``, whatever the backlog.
+
+    Per queue of the first level: its index descent and the pages of its best ``LIMIT`` rows
+    (the fill interleaves the queues, so they lie on up to ``LIMIT`` pages), each of them
+    found again by id before the best ``LIMIT`` of all are locked (a few pages each); and a
+    few seeks per (queue, priority) for the levels. Walking past the jobs scheduled ahead, as
+    a claim did before its levels, read hundreds of pages at 100,000 pending.
+    """
+    queues, pairs = len(case.queues), len(case.queues) * 5
+    return queues * (5 * LIMIT + 10) + 3 * LIMIT + 10 * pairs
+
+
+def check(small: Rota, large: Rota, backend: str, case: Case) -> None:
+    """Fail the run if a claim on ``case``'s ``large`` backlog reads more than ``bound``, or
+    more than 1.5 times (and 20 pages) what it reads on the ``small`` one: pages that grow with
+    the backlog are rows walked past."""
+    reads, base = claim_reads(large, case), claim_reads(small, case)
+    limit = min(bound(case), int(1.5 * base.read) + 20)
+    verdict = "ok" if reads.read <= limit else "OVER"
+    print(
+        f"{backend} {case.name}: a claim sends {reads.statements} statements and reads "
+        f"{reads.read:,} pages ({base.read:,} at the smaller backlog; bound {limit:,}) {verdict}",
+        flush=True,
+    )
+    if reads.read > limit:
+        raise SystemExit(f"{backend} {case.name}: the claim reads {reads.read:,} pages")
