@@ -78,6 +78,7 @@ def test_define_task_and_runtime_schedules(
     assert sorted(ran) == ["cleanup:all", "demoTask"]
 
 
+@pytest.mark.sqlite_only  # the checks of a definition, made before anything is written
 @pytest.mark.parametrize(
     ("cron", "tz", "error", "match"),
     [
