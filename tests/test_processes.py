@@ -148,13 +148,23 @@ ENTRIES = {
 }
 
 
+SECOND_SIGNALS = [
+    *((entry, signal.SIGTERM) for entry in ENTRIES),
+    ("rota-worker", signal.SIGINT),
+    ("rota.run", signal.SIGINT),
+]
+
+
+# Each entry and signal on SQLite; on the servers, which differ only in the writes (the same for
+# every entry), rota worker and SIGTERM.
 @pytest.mark.parametrize(
-    ("entry", "sig"),
+    ("db", "entry", "sig"),
     [
-        *((entry, signal.SIGTERM) for entry in ENTRIES),
-        ("rota-worker", signal.SIGINT),
-        ("rota.run", signal.SIGINT),
+        *(("sqlite", entry, sig) for entry, sig in SECOND_SIGNALS),
+        ("mariadb", "rota-worker", signal.SIGTERM),
+        ("postgres", "rota-worker", signal.SIGTERM),
     ],
+    indirect=["db"],
 )
 def test_a_second_signal_skips_the_rest_of_the_grace(
     db: Database, control: Rota, workers: Workers, entry: str, sig: signal.Signals

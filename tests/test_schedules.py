@@ -94,6 +94,7 @@ def noop() -> None:
     """A task that does nothing."""
 
 
+@pytest.mark.sqlite_only  # the checks of a definition, made before anything is written
 @pytest.mark.parametrize(
     ("cron", "tz", "error", "match"),
     [

@@ -135,10 +135,21 @@ BAD = [
     ("tests.apps", "no Rota in module 'tests.apps'"),
     (":rota", "expected MODULE:ATTR or PATH.py:ATTR"),
 ]
+# Every command loads its APP through the one ``load_app``, which words the reason: ``worker``
+# is given every way to name no Rota, the others one of each way loading fails (a file, an
+# attribute, what is not a Rota, an import raising, a module) in processes of their own.
+OTHERS = [BAD[0], BAD[1], BAD[2], BAD[3], BAD[8]]
+CASES = [
+    *((["worker"], *case) for case in BAD),
+    *(
+        (command, *case)
+        for command in (["worker", "--processes", "2"], ["dashboard"])
+        for case in OTHERS
+    ),
+]
 
 
-@pytest.mark.parametrize("command", [["worker"], ["worker", "--processes", "2"], ["dashboard"]])
-@pytest.mark.parametrize(("target", "reason"), BAD)
+@pytest.mark.parametrize(("command", "target", "reason"), CASES)
 def test_an_app_that_names_no_rota_is_a_one_line_usage_error(
     service: Path, command: list[str], target: str, reason: str
 ) -> None:

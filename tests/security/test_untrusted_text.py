@@ -180,6 +180,7 @@ def test_control_commands_echo_stored_names_escaped(
     assert f"n{SHOWN}" in outputs[2].stdout and f"n{SHOWN}" in outputs[3].stdout
 
 
+@pytest.mark.sqlite_only  # the CLI's checks of its arguments; stored text is on every backend above
 @pytest.mark.parametrize(
     "arguments",
     [
