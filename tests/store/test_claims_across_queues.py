@@ -10,11 +10,11 @@ it now takes the priorities that hold due jobs one at a time (``ClaimCandidates.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
+from bench.scale_plans import rows_and_pages
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ClauseElement
@@ -113,30 +113,6 @@ def _fill(rota: Rota, clock: FakeClock, postgres: bool) -> None:
         connection.execute(text(f"{analyse} {jobs}"))
 
 
-def _read(connection: Connection, sql: str, postgres: bool) -> tuple[int, int]:
-    """Rows ``sql`` returns, and the pages it read: PostgreSQL's shared buffers hit or read,
-    MariaDB's InnoDB pages accessed. Pages, not rows: the index entries a scan steps over
-    inside the index (a condition on ``run_at`` after ``priority``) count in no row figure."""
-    if postgres:
-        found = connection.execute(text(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}"))
-        raw = found.scalar_one()
-        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-        return plan["Actual Rows"], plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
-    rows = len(connection.execute(text(sql)).all())
-    plan = json.loads(connection.execute(text(f"ANALYZE FORMAT=JSON {sql}")).scalar_one())
-    return rows, _pages_accessed(plan)
-
-
-def _pages_accessed(node: object) -> int:
-    """The pages InnoDB accessed, summed over every table of a MariaDB ``ANALYZE``."""
-    if isinstance(node, list):
-        return sum(_pages_accessed(item) for item in node)
-    if not isinstance(node, dict):
-        return 0
-    own = node.get("r_engine_stats", {}).get("pages_accessed", 0)
-    return int(own) + sum(_pages_accessed(value) for value in node.values())
-
-
 def _literal(rota: Rota, query: ClauseElement) -> str:
     engine = sql_store(rota).engine
     return str(query.compile(engine, compile_kwargs={"literal_binds": True}))
@@ -148,11 +124,13 @@ def _claim_reads(rota: Rota, connection: Connection, queues: list[str], now: dat
     candidates = sql_store(rota).jobs.candidates
     postgres = connection.dialect.name == "postgresql"
     with connection.begin():
-        _, read = _read(connection, _literal(rota, candidates.levels_query(queues, now)), postgres)
+        _, read = rows_and_pages(
+            connection, _literal(rota, candidates.levels_query(queues, now)), postgres
+        )
         taken = 0
         for level in candidates.levels(connection, queues, now):
             query = candidates.query(level.queues, ["noop"], LIMIT - taken, now, (), level.priority)
-            got, cost = _read(connection, _literal(rota, query), postgres)
+            got, cost = rows_and_pages(connection, _literal(rota, query), postgres)
             taken, read = taken + got, read + cost
             if taken >= LIMIT:
                 break
