@@ -68,6 +68,7 @@ def claim_reads(rota: Rota, case: Case) -> Reads:
     """The statements of a claim of ``LIMIT`` on ``case``'s queues, run and rolled back."""
     store = sql(rota)
     candidates = store.jobs.candidates
+    candidates.task_sets.key(TASKS)  # as a claim writes its set before its transaction
     postgres = store.engine.dialect.name == "postgresql"
     now = datetime.now(timezone.utc)
     with store.engine.connect() as connection:

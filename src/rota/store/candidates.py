@@ -28,7 +28,7 @@ from rota.core.model import JobState
 from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
-from rota.store.task_sets import TaskSets
+from rota.store.task_sets import TaskSets, set_key
 
 MAX_LEVELS = 500
 """(queue, priority) pairs a claim looks for at most: past that many (a backlog spread over
@@ -60,7 +60,9 @@ class ClaimCandidates:
         the claim's: a level may yield nothing, and the claim goes on to the next one.
         """
         pairs = connection.execute(self.levels_query(queues, now)).all()
-        if len(pairs) >= MAX_LEVELS:
+        if len(pairs) >= MAX_LEVELS or not all(isinstance(pair[1], int) for pair in pairs):
+            # Too many levels, or a priority that is no integer (SQLite keeps what a hand
+            # edit wrote): one range a queue, which takes that row and fails its job.
             return [Level(None, tuple(queues))]
         by_priority: dict[int, list[str]] = defaultdict(list)
         for pair in sorted(pairs, key=lambda pair: (pair[1], pair[0])):
@@ -169,8 +171,8 @@ class ClaimCandidates:
         The paused queues are a subquery, read and not locked (a locking read locks the rows of
         its own tables only, on MySQL and PostgreSQL): a claim is one round trip fewer than with
         them read first, and still sees a pause committed before it began.  The tasks are
-        named by their set (``task_sets``), whose rows are written the first time a set is
-        used, in a transaction of its own: the claim and the look ask for the key first.
+        named by their set (``task_sets``), whose rows must be written first, in a
+        transaction of their own: the claim and the look ask ``task_sets.key`` before theirs.
         """
         jobs = self.table
         queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
@@ -180,5 +182,5 @@ class ClaimCandidates:
             queue_match,
             jobs.c.queue.not_in(paused_names(self.database)),
             jobs.c.run_at <= now,
-            self.task_sets.holds(self.task_sets.key(tasks), jobs.c.task),
+            self.task_sets.holds(set_key(tasks), jobs.c.task),
         ]

@@ -18,6 +18,7 @@ many rows as its tasks, one per distinct set of names a deploy registers).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Iterable
@@ -32,6 +33,12 @@ CHUNK = 1000
 
 
 def set_key(tasks: Iterable[str]) -> str:
+    """The key of the set of ``tasks`` (nothing written: ``TaskSets.key`` writes it)."""
+    return _key(tuple(tasks))
+
+
+@functools.lru_cache(maxsize=64)
+def _key(tasks: tuple[str, ...]) -> str:
     return hashlib.sha256("\n".join(sorted(set(tasks))).encode("utf-8")).hexdigest()
 
 
@@ -44,16 +51,21 @@ class TaskSets:
 
     def key(self, tasks: Iterable[str]) -> str:
         """The key of ``tasks``' set, written first if this process has not yet done so (in a
-        transaction of its own: call it before a transaction that needs the set)."""
+        transaction of its own: call it before a transaction that needs the set).  A set
+        written on a connection a caller lends (``Store.lend_from``) is written again next
+        time: the caller's transaction may yet roll it back, as a Django test case does."""
         names = frozenset(tasks)
         with self._lock:
             known = self._written.get(names)
             if known is not None:
                 return known
             key = set_key(names)
+            lending = self.database.lending
+            lent = lending is not None and lending() is not None
             if names:
                 self.database.transaction(lambda connection: self._write(connection, key, names))
-            self._written[names] = key
+            if not lent:
+                self._written[names] = key
             return key
 
     def _write(self, connection: Connection, key: str, names: frozenset[str]) -> None:
