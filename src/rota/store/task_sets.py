@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import ColumnElement, literal, select
 from sqlalchemy.engine import Connection
@@ -46,31 +46,31 @@ class TaskSets:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.task_sets
-        self._written: dict[frozenset[str], str] = {}
+        self._written: set[str] = set()
+        """The keys of the sets this process wrote and committed."""
         self._lock = threading.Lock()
 
-    def key(self, tasks: Iterable[str]) -> str:
+    def key(self, tasks: Sequence[str]) -> str:
         """The key of ``tasks``' set, written first if this process has not yet done so (in a
         transaction of its own: call it before a transaction that needs the set).  A set
         written on a connection a caller lends (``Store.lend_from``) is written again next
         time: the caller's transaction may yet roll it back, as a Django test case does."""
-        names = frozenset(tasks)
+        key = set_key(tasks)
         with self._lock:
-            known = self._written.get(names)
-            if known is not None:
-                return known
-            key = set_key(names)
+            if key in self._written:
+                return key
             lending = self.database.lending
             lent = lending is not None and lending() is not None
+            names = sorted(set(tasks))
             if names:
                 self.database.transaction(lambda connection: self._write(connection, key, names))
             if not lent:
-                self._written[names] = key
+                self._written.add(key)
             return key
 
-    def _write(self, connection: Connection, key: str, names: frozenset[str]) -> None:
+    def _write(self, connection: Connection, key: str, names: list[str]) -> None:
         insert = self.database.dialect.insert_ignoring_duplicates(self.table)
-        rows = [{"set_key": key, "task": task} for task in sorted(names)]
+        rows = [{"set_key": key, "task": task} for task in names]
         for start in range(0, len(rows), CHUNK):
             connection.execute(insert, rows[start : start + CHUNK])
 
