@@ -9,7 +9,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
+from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from rota import Rota
@@ -137,3 +139,20 @@ def hand_built(
         store or rota.store, executor, settings, rota.events, announcer, asyncio.to_thread
     )
     return Worker(context)
+
+
+def jobs_statements(store: SqlStore, call: Callable[[], object]) -> list[tuple[str, Any]]:
+    """The statements ``call`` sends that read the jobs table, with their parameters."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if store.schema.jobs.name in statement:
+            sent.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    assert sent
+    return sent

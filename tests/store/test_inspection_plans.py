@@ -14,13 +14,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, text
+from sqlalchemy import insert, text
 
 from rota.core.model import FINISHED_WINDOW, JobState
 from rota.core.schedules import ScheduleSource, ScheduleSpec
 from rota.store import Store, open_store
 from rota.store.sql import SqlStore
 from tests.conftest import START, drop_prefixed_tables, server_url
+from tests.helpers import jobs_statements
 
 HISTORY = 5_000
 PAYLOAD = '{"v":1,"args":[],"kwargs":{}}'
@@ -74,28 +75,11 @@ def finished(at: datetime) -> dict[str, Any]:
     return {**fixed, "state": JobState.SUCCEEDED.value, **dict.fromkeys(columns, at)}
 
 
-def statements(store: SqlStore, call: Callable[[], object]) -> list[tuple[str, Any]]:
-    """The statements ``call`` sends that read the jobs table, with their parameters."""
-    sent: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if store.schema.jobs.name in statement:
-            sent.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", record)
-    try:
-        call()
-    finally:
-        event.remove(store.engine, "before_cursor_execute", record)
-    assert sent
-    return sent
-
-
 def assert_indexed(store: SqlStore, call: Callable[[], object]) -> None:
     table = store.schema.jobs.name
     backend = store.engine.dialect.name
     with store.engine.connect() as connection:
-        for statement, parameters in statements(store, call):
+        for statement, parameters in jobs_statements(store, call):
             explained = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
             if backend == "postgresql":
                 plan = "\n".join(row[0] for row in explained)
