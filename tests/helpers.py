@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
@@ -156,3 +157,32 @@ def jobs_statements(store: SqlStore, call: Callable[[], object]) -> list[tuple[s
         event.remove(store.engine, "before_cursor_execute", record)
     assert sent
     return sent
+
+
+class RoundTrips:
+    """What the driver sends to the server, counted below SQLAlchemy: every statement, and
+    what the driver sends of its own accord (``COMMIT``, ``ROLLBACK``, psycopg's ``BEGIN``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
+        """``backend``: ``mariadb`` (PyMySQL) or ``postgres`` (psycopg)."""
+        self.sent: list[str] = []
+        if backend == "mariadb":
+            import pymysql.connections
+
+            self._count(monkeypatch, pymysql.connections.Connection, "_execute_command", 1)
+        else:
+            import psycopg
+
+            self._count(monkeypatch, psycopg.Connection, "_exec_command", 0)
+            self._count(monkeypatch, psycopg.Cursor, "execute", 0)
+
+    def _count(self, monkeypatch: pytest.MonkeyPatch, cls: type, name: str, arg: int) -> None:
+        real = getattr(cls, name)
+
+        def counted(this: object, *args: Any, **kwargs: Any) -> Any:
+            sent = args[arg]
+            text_sent = sent.decode() if isinstance(sent, bytes) else str(sent)
+            self.sent.append(text_sent.split()[0].upper())
+            return real(this, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, counted)

@@ -17,7 +17,8 @@ from sqlalchemy import event
 from rota import JobContext, JobState, Rota
 from rota.core.model import NewJob
 from rota.testing import VirtualClock
-from tests.helpers import eventually, sql_store
+from tests.conftest import Database
+from tests.helpers import RoundTrips, eventually, sql_store
 
 START = datetime(2026, 3, 2, 9, 0, 30, tzinfo=timezone.utc)
 POLL = 1.0
@@ -106,6 +107,36 @@ def test_an_idle_worker_sends_one_statement_a_poll(
     # pass (due schedules, next tick) each poll, five statements.
     assert POLLS - 1 <= len(looks) <= POLLS + 1
     assert len(sent) - len(looks) <= POLLS // 10 + 3, "heartbeats and the prune lease only"
+
+
+def test_an_idle_worker_on_a_server_sends_one_round_trip_a_poll(
+    server_db: Database, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted at the driver: the look runs in autocommit mode, with no ``BEGIN`` (psycopg's)
+    nor ``COMMIT`` around it, and so does the heartbeat of a worker that holds no job; what
+    else it sends (its clock reading, the prune lease) is a few statements a lease."""
+    rota = Rota(server_db.url, table_prefix=server_db.prefix, clock=clock, poll_interval=POLL)
+
+    @rota.task(cron="0 3 * * *")
+    def nightly(ctx: JobContext) -> None: ...
+
+    async def scenario() -> list[str]:
+        async with rota:
+            await settled(clock)
+            trips = RoundTrips(monkeypatch, server_db.backend)
+            await polls(clock, POLLS)
+            return trips.sent
+
+    try:
+        sent = asyncio.run(scenario())
+    finally:
+        sql_store(rota).engine.dispose()
+    looks = sent.count("SELECT")
+    print(f"\n{len(sent)} round trips in {POLLS} idle polls: {sorted(set(sent))}")
+    assert "COMMIT" not in sent and "BEGIN" not in sent, sent
+    heartbeats = POLLS // 10 + 1  # a heartbeat and a clock reading every third of the lease
+    assert len(sent) <= POLLS + 2 * heartbeats + 1, sent
+    assert looks >= POLLS - 1
 
 
 def test_the_look_misses_no_work(service: tuple[Rota, Rota], clock: VirtualClock) -> None:

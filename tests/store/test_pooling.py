@@ -10,12 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import event, func, select, text
+from sqlalchemy.engine import Connection
 
 from rota import Rota
 from rota.store.dialects import pooling
 from rota.store.dialects.pooling import transaction_open
 from tests.conftest import Database
-from tests.helpers import sql_store
+from tests.helpers import RoundTrips, sql_store
 
 
 def _noop() -> None: ...
@@ -132,3 +133,91 @@ def test_a_connection_lost_in_a_transaction_is_dropped_on_return_with_a_warning(
     assert [getattr(r, "on_return", None) for r in lost] == [True], caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
     assert rota.job(job_id).task == "after.kill"
+
+
+def test_a_statement_of_its_own_is_one_round_trip(
+    rota: Rota, server_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read or a write alone (an idle worker's look, its heartbeat) runs in autocommit mode:
+    no ``BEGIN`` before it, no ``COMMIT`` after; a transaction after it switches back first,
+    and after that transaction the next read switches once more."""
+    database = sql_store(rota).database
+    jobs = sql_store(rota).schema.jobs
+    count = select(func.count()).select_from(jobs)
+    database.fetch(count)  # the pooled connection is in autocommit mode from here on
+    trips = RoundTrips(monkeypatch, server_db.backend)
+    for _ in range(3):
+        database.fetch(count)
+    database.write(jobs.update().where(jobs.c.id == -1).values(attempt=0))
+    assert trips.sent == ["SELECT"] * 3 + ["UPDATE"]
+    del trips.sent[:]
+    rota.queue("counted")
+    database.fetch(count)
+    # psycopg sends its BEGIN from within the INSERT's execute: the order within is its own.
+    switches = ["SET", "INSERT", "COMMIT", "SET"] if server_db.backend == "mariadb" else []
+    expected = switches or ["BEGIN", "INSERT", "COMMIT"]
+    assert sorted(trips.sent[:-1]) == sorted(expected) and trips.sent[-1] == "SELECT"
+
+
+def test_a_transaction_after_a_statement_of_its_own_is_still_one(
+    rota: Rota, server_db: Database
+) -> None:
+    """The mode a standalone read left is switched back before the next transaction: its
+    statements commit together or not at all."""
+    database = sql_store(rota).database
+    jobs = sql_store(rota).schema.jobs
+    database.fetch(select(func.count()).select_from(jobs))
+
+    def half_done(connection: Connection) -> None:
+        connection.execute(jobs.update().values(attempt=7))
+        raise RuntimeError("undo")
+
+    with pytest.raises(RuntimeError):
+        database.transaction(half_done)
+    [(changed,)] = database.fetch(select(func.count()).select_from(jobs).where(jobs.c.attempt == 7))
+    assert changed == 0
+
+
+def _sessions(server_db: Database, ids: list[object]) -> int:
+    listed = ", ".join(str(session) for session in ids)
+    query = (
+        f"SELECT COUNT(*) FROM information_schema.processlist WHERE id IN ({listed})"
+        if server_db.backend == "mariadb"
+        else f"SELECT COUNT(*) FROM pg_stat_activity WHERE pid IN ({listed})"
+    )
+    other = server_db.engine()
+    try:
+        with other.connect() as connection:
+            return int(connection.exec_driver_sql(query).scalar_one())
+    finally:
+        other.dispose()
+
+
+def test_an_idle_process_keeps_one_connection(rota: Rota, server_db: Database) -> None:
+    """Three connections used at once stay pooled while each is used within ``RETIRE_AFTER``;
+    once the others have waited unused for longer, each returned meanwhile is closed on the
+    server, down to one, and a new burst opens them again."""
+    engine = sql_store(rota).engine
+    engine.dispose()  # without the connection the fixture's enqueue left
+    pool = engine.pool
+    assert isinstance(pool, pooling.RetiringPool)
+    now = [0.0]
+    pool.clock = lambda: now[0]
+    burst = [engine.connect() for _ in range(3)]
+    sessions = [c.exec_driver_sql(_session_query(server_db)).scalar_one() for c in burst]
+    for connection in burst:
+        connection.close()
+    now[0] = pooling.RETIRE_AFTER / 2
+    with engine.connect():
+        pass
+    assert pool.checkedin() == 3 and _sessions(server_db, sessions) == 3, "busy a moment ago"
+    now[0] += pooling.RETIRE_AFTER
+    for left in (2, 1, 1):
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+        assert pool.checkedin() == left
+    assert _sessions(server_db, sessions) == 1
+    burst = [engine.connect() for _ in range(2)]
+    for connection in burst:
+        connection.close()
+    assert pool.checkedin() == 2, "busy again: both kept"

@@ -27,6 +27,7 @@ from rota.core.clock import ClockReading, as_utc
 from rota.core.connection import DEFAULT_CONNECTION, DEFAULT_NAMESPACE, ConnectionSettings
 from rota.errors import TransientStoreError
 from rota.store.dialects import dialect_for
+from rota.store.dialects.pooling import STANDALONE
 from rota.store.events import EventSink, log_event
 from rota.store.rows import ReportedRows
 from rota.store.schema import build_schema
@@ -121,6 +122,16 @@ class Database:
         ``idempotent`` (its write and its answer stay right). On a connection ``lending`` gives,
         ``work`` runs once, in a savepoint: an error undoes only its own statements.
         """
+        return self._run(work, idempotent=idempotent, standalone=False)
+
+    def standalone(self, work: Callable[[Connection], T], *, idempotent: bool = True) -> T:
+        """Run ``work``, one statement, on its own: in autocommit mode, one round trip with no
+        ``COMMIT`` (``pooling.STANDALONE``), repeated as ``transaction`` repeats, its statement
+        taken as the commit. On a lent connection it runs as ``transaction`` runs, in the
+        owner's transaction, whose uncommitted rows it must see."""
+        return self._run(work, idempotent=idempotent, standalone=True)
+
+    def _run(self, work: Callable[[Connection], T], *, idempotent: bool, standalone: bool) -> T:
         lent = self.lending() if self.lending is not None else None
         if lent is not None:
             with self.translate_errors(), lent as connection, connection.begin_nested():
@@ -128,9 +139,11 @@ class Database:
         started = time.monotonic()
         attempt = 1
         while True:
-            committing = False
+            committing = standalone
             try:
                 with self.translate_errors(), self.engine.connect() as connection:
+                    if standalone:
+                        return work(connection.execution_options(**{STANDALONE: True}))
                     transaction = connection.begin()
                     done = work(connection)
                     committing = True
@@ -155,13 +168,13 @@ class Database:
         return self._statement_limit
 
     def fetch(self, query: Select[Unpack[Ts]]) -> list[Row[Unpack[Ts]]]:
-        """Every row of one read, in a transaction of its own."""
-        return self.transaction(lambda connection: list(connection.execute(query)))
+        """Every row of one read, on its own (``standalone``)."""
+        return self.standalone(lambda connection: list(connection.execute(query)))
 
     def write(self, statement: Executable, *, idempotent: bool = True) -> int:
-        """One statement in a transaction of its own; the rows it changed."""
+        """One statement on its own (``standalone``); the rows it changed."""
         return int(
-            self.transaction(
+            self.standalone(
                 lambda connection: connection.execute(statement).rowcount, idempotent=idempotent
             )
         )
@@ -182,7 +195,7 @@ class Database:
             value = connection.exec_driver_sql(query).scalar_one()
             return ClockReading(as_utc(value), sent, time.monotonic())
 
-        return self.transaction(read)
+        return self.standalone(read)
 
     def driver(self) -> tuple[str, str]:
         """The DB-API driver's name and version, from its distribution's metadata if it has one.

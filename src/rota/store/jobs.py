@@ -235,13 +235,13 @@ class SqlJobs:
         progress: Sequence[ProgressReport] = (),
     ) -> tuple[set[int], set[int]]:
         jobs, workers = self.table, self.database.schema.workers
+        beat = update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
+        if not job_ids:
+            self.database.write(beat)
+            return set(), set()
 
         def work(connection: Connection) -> tuple[set[int], set[int]]:
-            connection.execute(
-                update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
-            )
-            if not job_ids:
-                return set(), set()
+            connection.execute(beat)
             held = and_(
                 jobs.c.id.in_(job_ids), jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id
             )

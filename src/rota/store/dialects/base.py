@@ -36,7 +36,7 @@ from rota.errors import (
     unchained,
 )
 from rota.store.base import StatementTooLarge
-from rota.store.dialects.pooling import lost, watch_pool
+from rota.store.dialects.pooling import lost, standalone, watch_pool
 from rota.store.dialects.translation import ConnectFailure, Translation
 from rota.store.events import EventSink
 from rota.store.secrets import decoded, hide
@@ -94,6 +94,7 @@ class Dialect:
                 f"no database driver {url.drivername!r} is installed ({error}): install "
                 "rota[mysql] or rota[postgres], or name an installed driver"
             ) from None
+        event.listen(engine, "begin", self.begin)
         self.configure(engine, connection, events)
         return engine
 
@@ -142,6 +143,15 @@ class Dialect:
                 )
             elif context.is_disconnect:
                 lost(events, context.original_exception, pre_ping=context.is_pre_ping)
+
+    def begin(self, connection: Connection) -> None:
+        """Before a connection's first statement: a transaction, or autocommit mode for a
+        statement of its own (``pooling.standalone``). psycopg's (and psycopg2's) mode is the
+        client's own attribute: switching it costs no round trip."""
+        driver: Any = connection.connection.dbapi_connection
+        on = standalone(connection)
+        if driver.autocommit != on:
+            driver.autocommit = on
 
     def connect(self, driver: DriverDialect, cargs: list[Any], cparams: dict[str, Any]) -> Any:
         """One DB-API connection, opened with ``connect_params``.

@@ -75,7 +75,7 @@ from rota.core.connection import ConnectionSettings
 from rota.core.urls import SEVERAL_HOSTS, several_hosts_message
 from rota.errors import ConfigError
 from rota.store.dialects.base import Dialect, insert_statement, lost_connection, tune
-from rota.store.dialects.pooling import SERVER_POOL_OPTIONS
+from rota.store.dialects.pooling import SERVER_POOL_OPTIONS, standalone
 from rota.store.events import EventSink
 from rota.store.secrets import encoded
 from rota.store.values import ServerInfo
@@ -136,6 +136,8 @@ class MySQLDialect(Dialect):
             **SERVER_POOL_OPTIONS,
             "pool_recycle": 3600,
             "isolation_level": "READ COMMITTED",
+            # PyMySQL sends ROLLBACK even in autocommit mode, where nothing is open to undo.
+            "skip_autocommit_rollback": True,
             "connect_args": {
                 "connect_timeout": 5,
                 "charset": "utf8mb4",
@@ -170,6 +172,15 @@ class MySQLDialect(Dialect):
             with _driver_socket(dbapi_connection) as sock:
                 if sock is not None:
                     tune(connection, sock)
+
+    def begin(self, connection: Connection) -> None:
+        """The mode is switched by a statement (as the driver's ``autocommit()`` would send),
+        only when the server's last answer (``get_autocommit``, read locally) says it differs,
+        and through ``connection`` so that a connection lost meanwhile fails as any statement
+        does."""
+        on = standalone(connection)
+        if connection.connection.dbapi_connection.get_autocommit() != on:  # type: ignore[union-attr]
+            connection.exec_driver_sql(f"SET autocommit = {int(on)}")
 
     def describe_server(self, connection: Connection) -> ServerInfo:
         """MariaDB 10.6+ or MySQL 8.0.1+ (``server_release``), where the connection is and

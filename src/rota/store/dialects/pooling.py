@@ -12,18 +12,27 @@ single ``queue()`` (``INSERT`` + ``COMMIT``) that doubled the work (issue 18). H
   connection: nothing can have been written by it (see ``Database.transaction``).
 * a connection is rolled back on return only when its driver says a transaction is open (or
   cannot say): after ``COMMIT`` or ``ROLLBACK`` there is nothing to undo.
+* a statement of its own (``Database.fetch``, ``Database.write``: an idle worker's look, a
+  heartbeat) runs in the driver's autocommit mode (``STANDALONE``): one round trip, with no
+  ``COMMIT`` after it. Each dialect's ``begin`` switches the mode only when it changes, so an
+  idle process that sends nothing else pays no switch either.
+* an idle process keeps one connection (``RetiringPool``): the others a burst opened (start-up
+  runs several loops at once) are closed once one at a time has been enough for a while, so a
+  fleet of idle workers holds one connection each.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Engine
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, PoolResetState
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, PoolResetState, QueuePool
 
 from rota.core.events import EventName
 from rota.store.events import EventSink
@@ -33,12 +42,65 @@ PING_AFTER_IDLE = 1.0
 """Seconds in the pool after which a connection is pinged before use. A busy process, which
 reuses its connections within milliseconds, pays no ping; an idle one pays one per checkout,
 as with SQLAlchemy's ``pool_pre_ping``."""
-SERVER_POOL_OPTIONS: dict[str, Any] = {"pool_reset_on_return": None, "pool_use_lifo": True}
-"""The engine options that hand the reset on return over to ``watch_pool``, and reuse the
-connection returned last: an idle worker's one look a poll keeps reusing one connection, used
-within ``PING_AFTER_IDLE``, instead of going round the pool and pinging each (the others age
-out on the server's ``wait_timeout`` and are pinged, or replaced, when next needed)."""
+RETIRE_AFTER = 10.0
+"""Seconds a connection may wait in the pool unused before one returned meanwhile is closed
+instead of kept: a busy worker, whose loops overlap all the time, keeps its connections; an idle
+one keeps the one its look uses, and a fleet of workers started together soon holds one each."""
+QUEUE_POOL_LOGGER = "sqlalchemy.pool.impl.QueuePool"
+STANDALONE = "rota_standalone"
+"""The execution option of a connection whose one statement runs in autocommit mode."""
 _RETURNED = "rota_returned_at"
+
+
+class RetiringPool(QueuePool):
+    """A ``QueuePool`` that shrinks back to the connections in use. SQLAlchemy's pool keeps
+    every connection it opened, up to its size, for ever: a worker that once ran four loops at
+    the same moment would hold four connections while idle, and a hundred idle workers would
+    exhaust a server's ``max_connections``. Here a connection returned while another has waited
+    in the pool unused for ``RETIRE_AFTER`` is closed (with the pool last in, first out, the
+    one waiting is the one not needed; it serves the next checkout instead)."""
+
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        # SQLAlchemy names a pool's logger after its class, here one under rota's own.
+        self.logger = logging.getLogger(QUEUE_POOL_LOGGER)
+        self._waiting: dict[ConnectionPoolEntry, float] = {}
+        """The connections in the pool, and since when each has waited there."""
+        self._lock = threading.Lock()
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        record = super()._do_get()
+        with self._lock:
+            self._waiting.pop(record, None)
+        return record
+
+    def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
+        now = self.clock()
+        with self._lock:
+            unused = any(now - since > RETIRE_AFTER for since in self._waiting.values())
+            if not unused:
+                self._waiting[record] = now
+        if unused:
+            # What the pool does with a connection beyond its size.
+            try:
+                record.close()
+            finally:
+                self._dec_overflow()
+            return
+        super()._do_return_conn(record)
+
+
+SERVER_POOL_OPTIONS: dict[str, Any] = {
+    "poolclass": RetiringPool,
+    "pool_reset_on_return": None,
+    "pool_use_lifo": True,
+}
+"""The engine options that hand the reset on return over to ``watch_pool``, retire the
+connections an idle process no longer needs, and reuse the connection returned last: an idle
+worker's one look a poll keeps reusing one connection, used within ``PING_AFTER_IDLE``, instead
+of going round the pool and pinging each."""
 
 
 def watch_pool(engine: Engine, events: EventSink) -> None:
@@ -75,6 +137,13 @@ def watch_pool(engine: Engine, events: EventSink) -> None:
                 # the connection is closed and the next checkout opens a new one.
                 lost(events, error, on_return=True)
                 record.invalidate(error)
+
+
+def standalone(connection: Connection) -> bool:
+    """Whether ``connection`` runs one statement on its own (``STANDALONE``), or was put in
+    SQLAlchemy's ``AUTOCOMMIT`` isolation level by its user, rather than a transaction."""
+    options = connection.get_execution_options()
+    return bool(options.get(STANDALONE)) or options.get("isolation_level") == "AUTOCOMMIT"
 
 
 def lost(events: EventSink, error: BaseException, **where: bool) -> None:

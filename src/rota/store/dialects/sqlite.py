@@ -14,6 +14,7 @@ from sqlalchemy.sql.dml import Insert
 from rota.core.connection import ConnectionSettings
 from rota.errors import ConfigError
 from rota.store.dialects.base import Dialect, server_version
+from rota.store.dialects.pooling import standalone
 from rota.store.events import EventSink
 from rota.store.values import ServerInfo
 
@@ -51,10 +52,11 @@ class SQLiteDialect(Dialect):
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
 
-        @event.listens_for(engine, "begin")
-        def _on_begin(connection: Connection) -> None:
-            # One writer at a time: take the write lock up front so claims never upgrade and
-            # deadlock.
+    def begin(self, connection: Connection) -> None:
+        """One writer at a time: a transaction takes the write lock up front, so claims never
+        upgrade and deadlock; a statement of its own runs in the driver's autocommit mode
+        (``isolation_level`` ``None``), a read without waiting for the writer."""
+        if not standalone(connection):
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     def describe_server(self, connection: Connection) -> ServerInfo:
