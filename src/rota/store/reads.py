@@ -10,21 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from itertools import pairwise
 from typing import Any
 
-from sqlalchemy import Select, func, literal, select, union_all
+from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 
 from rota.core.model import MAX_JOB_ID, Job, JobState, Stranded, seen_state
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
-from rota.store.database import Database, every_row
+from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, in_states, to_job
 from rota.store.values import JobSummary
+from rota.store.windows import FinishedWindows
 
-FINISHED = [state for state in JobState if state.is_final]
 SUMMARY = [
     *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
     *("started_at", "schedule", "lease_owner", "errors", "progress", "progress_note"),
@@ -38,6 +37,7 @@ class SqlReads:
         self.cluster = cluster
         self.table = database.schema.jobs
         self.dependencies = SqlDependencies(database)
+        self.windows = FinishedWindows(database)
 
     def job(self, job_id: int) -> Job | None:
         """The row, and its dependencies (in the same transaction) if it has any; pending in a
@@ -113,26 +113,8 @@ class SqlReads:
         return {summary.schedule: summary for summary in summaries if summary.schedule}
 
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
-        """One GROUP BY state per period, the periods as branches of one UNION ALL: each
-        branch counts one range of the finished index, read alone (it holds the state).
-        Plain comparisons with bound values, the same SQL on every dialect; one ``COUNT(CASE
-        ...)`` column per period instead would compare every row of the day with every
-        period."""
-        counts = {state.value: [0] * (len(bounds) - 1) for state in FINISHED}
-        if len(bounds) < 2:
-            return counts
-        finished = self.table.c.finished_at
-        state = self.table.c.state
-        mine = self.database.mine(self.table)
-        periods = [
-            select(literal(number), state, func.count())
-            .where(finished >= start, finished < end, mine, state.in_(list(counts)))
-            .group_by(state)
-            for number, (start, end) in enumerate(pairwise(bounds))
-        ]
-        for number, name, n in self.database.fetch(every_row(union_all(*periods))):
-            counts[name][number] = int(n)
-        return counts
+        """From the hour tallies and the finished index beside them (``store.windows``)."""
+        return self.windows.per_period(bounds)
 
     def _summary_select(self) -> Select[Any]:
         return select(*(self.table.c[name] for name in SUMMARY))
