@@ -7,7 +7,7 @@ memory must not depend on how large the jobs' arguments are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -100,7 +100,7 @@ class SqlReads:
         query = self._newest(self._summary_select(), states, task, queue, limit).offset(offset)
         if job_id is not None:
             query = query.where(self.table.c.id == job_id)
-        return [to_summary(row._mapping) for row in self.database.fetch(query)]
+        return [to_summary(row) for row in self.database.fetch(query)]
 
     def last_scheduled(self) -> dict[str, JobSummary]:
         """One query: the rows whose id is the largest of their schedule."""
@@ -109,7 +109,7 @@ class SqlReads:
             self.database.mine(jobs), jobs.c.schedule.is_not(None)
         )
         query = self._summary_select().where(jobs.c.id.in_(newest.group_by(jobs.c.schedule)))
-        summaries = (to_summary(row._mapping) for row in self.database.fetch(query))
+        summaries = (to_summary(row) for row in self.database.fetch(query))
         return {summary.schedule: summary for summary in summaries if summary.schedule}
 
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
@@ -165,26 +165,29 @@ class SqlReads:
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]
 
 
-def to_summary(data: Mapping[Any, Any]) -> JobSummary:
-    """A row of ``SUMMARY`` columns; an unreadable ``errors`` column leaves no last error (the
-    job's own page, reading the whole row, says why), a state rota does not know is ``UNKNOWN``
-    with its text kept."""
-    errors = _attempt_errors(data["errors"], [])
-    state = JobState.stored(data["state"])
+def to_summary(row: Sequence[Any]) -> JobSummary:
+    """A row of ``SUMMARY`` columns, in their order (unpacked, not looked up by name: listings
+    decode thousands); an unreadable ``errors`` column leaves no last error (the job's own
+    page, reading the whole row, says why), a state rota does not know is ``UNKNOWN`` with its
+    text kept."""
+    (job_id, task, queue, stored, attempt, max_attempts, run_at, finished_at) = row[:8]
+    (started_at, schedule, lease_owner, errors_text, progress, progress_note) = row[8:]
+    errors = _attempt_errors(errors_text, [])
+    state = JobState.stored(stored)
     return JobSummary(
-        id=data["id"],
-        task=data["task"],
-        queue=data["queue"],
+        id=job_id,
+        task=task,
+        queue=queue,
         state=state,
-        attempt=data["attempt"],
-        max_attempts=data["max_attempts"],
-        run_at=data["run_at"],
-        finished_at=data["finished_at"],
-        schedule=data["schedule"],
-        lease_owner=data["lease_owner"],
+        attempt=attempt,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        finished_at=finished_at,
+        schedule=schedule,
+        lease_owner=lease_owner,
         last_error=errors[-1] if errors else None,
-        progress=_progress(data["progress"], data["progress_note"]),
-        started_at=data["started_at"],
+        progress=_progress(progress, progress_note),
+        started_at=started_at,
         failures=len(errors),
-        unknown_state=data["state"] if state is JobState.UNKNOWN else None,
+        unknown_state=stored if state is JobState.UNKNOWN else None,
     )
