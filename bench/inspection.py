@@ -9,8 +9,8 @@ prune moves on. So the first fold of the whole history is timed next. Not throug
 ``rota.prune()``: with the default retention (succeeded 7 days) about 3.6 million of the 29
 days' jobs are due for deletion, 100,000 a call, and deleting them is not what is measured
 (the count of jobs due is printed); the fold itself, ``store.finished.fold(now - FOLD_LAG)``,
-is what ``prune()`` calls first. The exact counts are then compared with a direct
-``GROUP BY state`` of the jobs table, and a difference fails the run.
+is what ``prune()`` calls first. The exact counts, and those of the last 24 hours, are then
+compared with a direct ``GROUP BY state`` of the jobs table, and a difference fails the run.
 
 Then each call a user or a dashboard makes is timed, the median of ``repeat`` calls, against
 the 250 ms target: ``rota check``'s examination, ``rota.jobs()``, ``rota.counts()`` and the
@@ -147,16 +147,25 @@ def fold(rota: Rota, backend: str) -> Result:
 
 
 def check_counts(rota: Rota, backend: str) -> None:
-    """``rota.counts()`` against a ``GROUP BY state`` of the jobs table (no queue is paused)."""
-    jobs = sql(rota).schema.jobs
-    with sql(rota).engine.connect() as connection:
-        grouped = connection.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state))
-        direct = {state: int(n) for state, n in grouped}
-    exact = {state: n for state, n in rota.counts().by_state.items() if n}
-    print(f"{backend:9} counts()      {dict(sorted(exact.items()))}")
-    print(f"{backend:9} GROUP BY      {dict(sorted(direct.items()))}")
-    if exact != direct:
-        raise SystemExit(f"{backend}: rota.counts() differs from GROUP BY state of the jobs")
+    """``rota.counts()``, and the dashboard's ``counts(finished_since=now - 24 h)`` (hour
+    tallies and the index), against a ``GROUP BY state`` of the jobs table (no queue is
+    paused)."""
+    jobs, since = sql(rota).schema.jobs, rota.clock.now() - FINISHED_WINDOW
+    in_window = jobs.c.finished_at.is_(None) | (jobs.c.finished_at >= since)
+    for name, where, finished_since in (
+        ("counts()", None, None),
+        ("window", in_window, since),
+    ):
+        query = select(jobs.c.state, func.count()).group_by(jobs.c.state)
+        with sql(rota).engine.connect() as connection:
+            grouped = connection.execute(query if where is None else query.where(where))
+            direct = {state: int(n) for state, n in grouped}
+        counted = rota.counts(finished_since=finished_since).by_state
+        exact = {state: n for state, n in counted.items() if n}
+        print(f"{backend:9} {name:13} {dict(sorted(exact.items()))}")
+        print(f"{backend:9} {'GROUP BY':13} {dict(sorted(direct.items()))}")
+        if exact != direct:
+            raise SystemExit(f"{backend}: {name} differs from GROUP BY state of the jobs")
 
 
 def calls(rota: Rota) -> dict[str, Callable[[], object]]:

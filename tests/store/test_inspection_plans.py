@@ -24,6 +24,7 @@ from tests.conftest import START, drop_prefixed_tables, server_url
 from tests.helpers import jobs_statements
 
 HISTORY = 5_000
+MINUTE = timedelta(minutes=1)
 PAYLOAD = '{"v":1,"args":[],"kwargs":{}}'
 LIVE = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
 LIVE_ROWS = {JobState.PENDING: 20, JobState.PAUSED: 10, JobState.RUNNING: 5}
@@ -46,8 +47,10 @@ def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
 
 
 def fill(store: SqlStore, backend: str) -> None:
-    """``HISTORY`` jobs finished a month ago, two every-minute schedules of 200 past ticks, a
-    few jobs finished within the window, and pending, paused and running jobs.
+    """``HISTORY`` jobs finished over the month before the window, two every-minute schedules
+    of 200 past ticks, a few jobs finished within the window, and pending, paused and running
+    jobs; the history folded into the tallies up to half a day ago, hour by hour, as the prune
+    does.
 
     Finished rows are inserted finished: rows updated from pending would leave delete-marked
     entries in the claim index until InnoDB purges them, and the optimizer would count them.
@@ -55,7 +58,8 @@ def fill(store: SqlStore, backend: str) -> None:
     jobs = store.schema.jobs
     old = START - timedelta(days=30)
     ticks = [(name, START - timedelta(minutes=n)) for name in ("a", "b") for n in range(1, 201)]
-    rows = [finished(old) for _ in range(HISTORY)] + [finished(START) for _ in range(20)]
+    rows = [finished(old + n * 8 * MINUTE) for n in range(HISTORY)]
+    rows += [finished(START) for _ in range(20)]
     rows += [{**finished(old), "schedule": name, "scheduled_at": at} for name, at in ticks]
     for name in ("a", "b"):
         spec = ScheduleSpec(name, "t", "* * * * *", "UTC", PAYLOAD, "default", 0, CODE)
@@ -65,8 +69,11 @@ def fill(store: SqlStore, backend: str) -> None:
         for state, count in LIVE_ROWS.items():
             live = {**finished(START), "state": state.value, "finished_at": None}
             connection.execute(insert(jobs), [live] * count)
+    store.finished.fold(START - FINISHED_WINDOW / 2)
+    with store.engine.begin() as connection:
         analyze = "ANALYZE {}" if backend == "postgres" else "ANALYZE TABLE {}"
-        connection.execute(text(analyze.format(jobs.name)))
+        for table in (jobs, store.schema.hour_tallies):
+            connection.execute(text(analyze.format(table.name)))
 
 
 def finished(at: datetime) -> dict[str, Any]:
@@ -76,7 +83,8 @@ def finished(at: datetime) -> dict[str, Any]:
 
 
 def assert_indexed(store: SqlStore, call: Callable[[], object]) -> None:
-    table = store.schema.jobs.name
+    """No scan of the jobs table, nor of the hour tallies (a row per group and hour kept)."""
+    tables = (store.schema.jobs.name, store.schema.hour_tallies.name)
     backend = store.engine.dialect.name
     with store.engine.connect() as connection:
         for statement, parameters in jobs_statements(store, call):
@@ -84,12 +92,12 @@ def assert_indexed(store: SqlStore, call: Callable[[], object]) -> None:
             if backend == "postgresql":
                 plan = "\n".join(row[0] for row in explained)
                 print(plan)
-                assert f"Seq Scan on {table}" not in plan, statement
+                assert not any(f"Seq Scan on {table}" in plan for table in tables), statement
                 assert "Index" in plan, statement
             else:
                 rows = [dict(row) for row in explained.mappings()]
                 print(rows)
-                for row in (row for row in rows if row["table"] == table):
+                for row in (row for row in rows if row["table"] in tables):
                     assert row["key"] is not None, statement
                     assert row["type"] not in ("ALL", "index"), f"a scan: {statement}"
 

@@ -89,7 +89,9 @@ def test_0011_puts_every_old_row_in_the_default_namespace(db: Database) -> None:
     (pending,) = [line for line in listed if isinstance(line.id, int)]
     assert (pending.name, pending.status) == ("invoice", "paused")
     assert default.paused_queues() == ["mail"]
-    assert default.counts().by_task["invoice"][JobState.SUCCEEDED] >= 4
+    # 0014 empties the tallies for the fold to take the rows in again, by hour: the old tally of
+    # four, which no row backed, gives way to the one finished row.
+    assert default.counts().by_task["invoice"][JobState.SUCCEEDED] == 1
     assert [change.action for change in default.schedule_history("nightly")] == ["created"]
     keyed = default.queue("invoice", unique_key="order:1", queue="mail")
     assert keyed == pending.id, "the old job still holds its key"

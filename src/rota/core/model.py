@@ -308,8 +308,10 @@ FINISHED_WINDOW = timedelta(hours=24)
 """How far back the figures read on every page view or scrape reach for finished jobs: the
 dashboard's counts and chart, the metrics, a schedule's runs and failures.  Reading every
 finished job ever kept there would read the whole history (millions of rows) each time; the
-last day is read from an index whose range grows with the jobs finished per day, not with
-retention.  ``Rota.counts()`` is exact instead."""
+last day's counts and chart are read from hour tallies and, for the hour or two beside them,
+from an index (``store.windows``), a cost that grows with the jobs finished per hour, not with
+retention; a schedule's runs and failures from the index of its ticks.  ``Rota.counts()``
+counts every job instead."""
 
 
 FOLD_LAG = timedelta(hours=1)

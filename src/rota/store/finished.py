@@ -5,9 +5,11 @@ A finished job never changes, except that a retry takes it back and the prune de
 their counts per state, queue and task are *folded*: ``tallies`` holds how many finished before
 ``tally_mark.folded_until`` (the mark), and the jobs that finished since are counted from the
 finished-jobs index, a range that grows with the jobs finished per hour, not with retention.
-The prune-lease holder moves the mark on before each prune (``runtime.retention``), an hour
-of history per transaction, up to ``FOLD_LAG`` before now; a retry or a prune of a job
-finished before the mark takes it off its tally in its own transaction.
+The prune-lease holder moves the mark on before each prune (``runtime.retention``), at most
+one whole UTC hour of history per transaction, up to ``FOLD_LAG`` before now, so each step
+also adds its jobs to the hour tallies of that hour that windows of time read
+(``store.windows``); a retry or a prune of a job finished before the mark takes it off its
+tallies in its own transaction.
 
 Why a count never misses or doubles a job: the fold locks the mark row for update, the retry
 and the prune for share, so neither reads a mark that a fold is moving; a count reads the mark,
@@ -20,10 +22,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, select, union_all, update
+from sqlalchemy import Select, Table, and_, delete, func, select, union_all, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import Counts, JobState
@@ -31,13 +33,12 @@ from rota.core.transitions import Transition
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
+from rota.store.windows import HOUR, MARK, FinishedWindows, hour_of
 
-FOLD_STEP = timedelta(hours=1)
-"""The most finished time one fold transaction takes in (a long history folds in steps)."""
-MARK = 1
-"""The id of the mark table's one row."""
 GROUPED = ("namespace", "state", "queue", "task")
 """The columns a tally counts finished jobs by (its key); the fold is one for every namespace."""
+HOURLY = ("namespace", "hour", "state", "queue", "task")
+"""The key of an hour tally."""
 
 Finished = tuple[str, str, str, str, datetime]
 """What a tally needs of a finished job: its namespace, state, queue, task and ``finished_at``."""
@@ -51,6 +52,8 @@ class SqlFinished:
         self.jobs = database.schema.jobs
         self.tallies = database.schema.tallies
         self.mark = database.schema.tally_mark
+        self.hours = database.schema.hour_tallies
+        self.windows = FinishedWindows(database)
         self.dependencies = SqlDependencies(database)
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
@@ -68,8 +71,7 @@ class SqlFinished:
             kept = folded.where(self.database.mine(tallies), tallies.c.jobs > 0)
             branches += [recent.where(mine).group_by(*columns), kept]
         else:
-            recent = select(*columns, func.count()).where(jobs.c.finished_at >= finished_since)
-            branches.append(recent.where(mine).group_by(*columns))
+            branches += self.windows.since(finished_since)
         query = every_row(union_all(*branches))
         paused = paused_names(self.database)
 
@@ -91,7 +93,8 @@ class SqlFinished:
         return folded
 
     def _fold_step(self, connection: Connection, until: datetime) -> int | None:
-        """One step of ``fold``; ``None`` once the mark has reached ``until``."""
+        """One step of ``fold``, within one UTC hour; ``None`` once the mark has reached
+        ``until``."""
         jobs, mark = self.jobs, self.mark
         locked = select(mark.c.folded_until).where(mark.c.id == MARK).with_for_update()
         start = connection.execute(locked).scalar_one()
@@ -100,7 +103,8 @@ class SqlFinished:
         oldest = connection.execute(
             select(func.min(jobs.c.finished_at)).where(jobs.c.finished_at >= start)
         ).scalar()
-        end = until if oldest is None else min(until, max(start, oldest) + FOLD_STEP)
+        hour = hour_of(max(start, oldest or start))
+        end = until if oldest is None else min(until, hour + HOUR)
         columns = [jobs.c[column] for column in GROUPED]
         counted = connection.execute(
             select(*columns, func.count())
@@ -111,7 +115,7 @@ class SqlFinished:
         for row in counted:
             namespace, state, queue, task, n = tuple(row)
             groups[namespace, state, queue, task] = int(n)
-        self._add(connection, groups)
+        self._add(connection, groups, hour)
         connection.execute(update(mark).where(mark.c.id == MARK).values(folded_until=end))
         return sum(groups.values())
 
@@ -180,17 +184,30 @@ class SqlFinished:
         self, connection: Connection, folded_until: datetime, finished: Iterable[Finished]
     ) -> None:
         """Take jobs leaving the finished states off their tallies if they were folded."""
-        groups: Counter[Group] = Counter()
+        by_hour: dict[datetime, Counter[Group]] = {}
         for namespace, state, queue, task, finished_at in finished:
             if finished_at < folded_until:
-                groups[namespace, state, queue, task] -= 1
-        self._add(connection, groups)
+                group = (namespace, state, queue, task)
+                by_hour.setdefault(hour_of(finished_at), Counter())[group] -= 1
+        for hour, groups in sorted(by_hour.items()):
+            self._add(connection, groups, hour)
 
-    def _add(self, connection: Connection, groups: Counter[Group]) -> None:
-        tallies = self.tallies
+    def _add(self, connection: Connection, groups: Counter[Group], hour: datetime) -> None:
+        """Add ``groups`` to the tallies, and to the hour tallies of ``hour``."""
         for group, n in sorted(groups.items()):
-            named = dict(zip(GROUPED, group, strict=True))
-            key = and_(*(tallies.c[column] == value for column, value in named.items()))
-            added = connection.execute(update(tallies).where(key).values(jobs=tallies.c.jobs + n))
-            if added.rowcount == 0 and n > 0:
-                connection.execute(tallies.insert().values({**named, "jobs": n}))
+            namespace, *rest = group
+            tally(connection, self.tallies, dict(zip(GROUPED, group, strict=True)), n)
+            hourly = dict(zip(HOURLY, (namespace, hour, *rest), strict=True))
+            tally(connection, self.hours, hourly, n)
+
+
+def tally(connection: Connection, table: Table, key: dict[str, Any], n: int) -> None:
+    """Add ``n`` to the ``jobs`` of ``table``'s row of ``key``: inserted if there is none yet,
+    deleted once none is left (hour tallies would otherwise pile up, a row per group and hour
+    long after the prune took their jobs)."""
+    matched = and_(*(table.c[column] == value for column, value in key.items()))
+    added = connection.execute(update(table).where(matched).values(jobs=table.c.jobs + n))
+    if added.rowcount == 0 and n > 0:
+        connection.execute(table.insert().values({**key, "jobs": n}))
+    elif n < 0:
+        connection.execute(delete(table).where(matched, table.c.jobs == 0))

@@ -7,24 +7,23 @@ memory must not depend on how large the jobs' arguments are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from itertools import pairwise
 from typing import Any
 
-from sqlalchemy import Select, func, literal, select, union_all
+from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 
 from rota.core.model import MAX_JOB_ID, Job, JobState, Stranded, seen_state
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
-from rota.store.database import Database, every_row
+from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import WAITING, _attempt_errors, _progress, in_states, to_job
 from rota.store.values import JobSummary
+from rota.store.windows import FinishedWindows
 
-FINISHED = [state for state in JobState if state.is_final]
 SUMMARY = [
     *("id", "task", "queue", "state", "attempt", "max_attempts", "run_at", "finished_at"),
     *("started_at", "schedule", "lease_owner", "errors", "progress", "progress_note"),
@@ -38,6 +37,7 @@ class SqlReads:
         self.cluster = cluster
         self.table = database.schema.jobs
         self.dependencies = SqlDependencies(database)
+        self.windows = FinishedWindows(database)
 
     def job(self, job_id: int) -> Job | None:
         """The row, and its dependencies (in the same transaction) if it has any; pending in a
@@ -100,7 +100,7 @@ class SqlReads:
         query = self._newest(self._summary_select(), states, task, queue, limit).offset(offset)
         if job_id is not None:
             query = query.where(self.table.c.id == job_id)
-        return [to_summary(row._mapping) for row in self.database.fetch(query)]
+        return [to_summary(row) for row in self.database.fetch(query)]
 
     def last_scheduled(self) -> dict[str, JobSummary]:
         """One query: the rows whose id is the largest of their schedule."""
@@ -109,30 +109,12 @@ class SqlReads:
             self.database.mine(jobs), jobs.c.schedule.is_not(None)
         )
         query = self._summary_select().where(jobs.c.id.in_(newest.group_by(jobs.c.schedule)))
-        summaries = (to_summary(row._mapping) for row in self.database.fetch(query))
+        summaries = (to_summary(row) for row in self.database.fetch(query))
         return {summary.schedule: summary for summary in summaries if summary.schedule}
 
     def finished_per_period(self, bounds: Sequence[datetime]) -> dict[str, list[int]]:
-        """One GROUP BY state per period, the periods as branches of one UNION ALL: each
-        branch counts one range of the finished index, read alone (it holds the state).
-        Plain comparisons with bound values, the same SQL on every dialect; one ``COUNT(CASE
-        ...)`` column per period instead would compare every row of the day with every
-        period."""
-        counts = {state.value: [0] * (len(bounds) - 1) for state in FINISHED}
-        if len(bounds) < 2:
-            return counts
-        finished = self.table.c.finished_at
-        state = self.table.c.state
-        mine = self.database.mine(self.table)
-        periods = [
-            select(literal(number), state, func.count())
-            .where(finished >= start, finished < end, mine, state.in_(list(counts)))
-            .group_by(state)
-            for number, (start, end) in enumerate(pairwise(bounds))
-        ]
-        for number, name, n in self.database.fetch(every_row(union_all(*periods))):
-            counts[name][number] = int(n)
-        return counts
+        """From the hour tallies and the finished index beside them (``store.windows``)."""
+        return self.windows.per_period(bounds)
 
     def _summary_select(self) -> Select[Any]:
         return select(*(self.table.c[name] for name in SUMMARY))
@@ -183,26 +165,29 @@ class SqlReads:
         return [(task, queue, int(count)) for task, queue, count in self.database.fetch(query)]
 
 
-def to_summary(data: Mapping[Any, Any]) -> JobSummary:
-    """A row of ``SUMMARY`` columns; an unreadable ``errors`` column leaves no last error (the
-    job's own page, reading the whole row, says why), a state rota does not know is ``UNKNOWN``
-    with its text kept."""
-    errors = _attempt_errors(data["errors"], [])
-    state = JobState.stored(data["state"])
+def to_summary(row: Sequence[Any]) -> JobSummary:
+    """A row of ``SUMMARY`` columns, in their order (unpacked, not looked up by name: listings
+    decode thousands); an unreadable ``errors`` column leaves no last error (the job's own
+    page, reading the whole row, says why), a state rota does not know is ``UNKNOWN`` with its
+    text kept."""
+    (job_id, task, queue, stored, attempt, max_attempts, run_at, finished_at) = row[:8]
+    (started_at, schedule, lease_owner, errors_text, progress, progress_note) = row[8:]
+    errors = _attempt_errors(errors_text, [])
+    state = JobState.stored(stored)
     return JobSummary(
-        id=data["id"],
-        task=data["task"],
-        queue=data["queue"],
+        id=job_id,
+        task=task,
+        queue=queue,
         state=state,
-        attempt=data["attempt"],
-        max_attempts=data["max_attempts"],
-        run_at=data["run_at"],
-        finished_at=data["finished_at"],
-        schedule=data["schedule"],
-        lease_owner=data["lease_owner"],
+        attempt=attempt,
+        max_attempts=max_attempts,
+        run_at=run_at,
+        finished_at=finished_at,
+        schedule=schedule,
+        lease_owner=lease_owner,
         last_error=errors[-1] if errors else None,
-        progress=_progress(data["progress"], data["progress_note"]),
-        started_at=data["started_at"],
+        progress=_progress(progress, progress_note),
+        started_at=started_at,
         failures=len(errors),
-        unknown_state=data["state"] if state is JobState.UNKNOWN else None,
+        unknown_state=stored if state is JobState.UNKNOWN else None,
     )

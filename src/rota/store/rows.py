@@ -216,8 +216,10 @@ def _progress(fraction: float | None, note: str | None) -> Progress | None:
 def _attempt_errors(stored: str | None, problems: list[str]) -> tuple[AttemptError, ...]:
     """The recorded attempt errors; none, and a problem quoting the text, if unreadable (the
     quote ends up in the error the failed attempt records, so the text is not lost)."""
+    if not stored:  # a job that never failed: most of any listing
+        return ()
     try:
-        return tuple(AttemptError.from_json(item) for item in json.loads(stored or "[]"))
+        return tuple(AttemptError.from_json(item) for item in json.loads(stored))
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         problems.append(column_problem("errors", error, stored))
         return ()

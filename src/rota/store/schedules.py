@@ -321,27 +321,34 @@ class SqlSchedules:
 
     def stats(self, since: datetime) -> dict[str, ScheduleStats]:
         """Per schedule, from its newest ticks only, so the cost does not grow with the ticks
-        kept: each figure is a correlated subquery on the ``(schedule, scheduled_at)`` unique
-        index, bounded by ``since`` (runs, failures) or stopping at the newest started tick
-        (``last_run``).  Failures are a CASE, not a condition on ``state``, which would let
-        the optimizer pick the claim index's range of every failed job.  Running jobs are
-        counted from the claim index's ``running`` range.  ``since`` comes from the caller,
-        as every time does (``FINISHED_WINDOW`` before now)."""
+        kept: runs and failures count the ticks from ``since``, one range of the
+        ``(schedule, scheduled_at)`` unique index per schedule joined and grouped (each tick's
+        row read once for both figures), and ``last_run`` is a correlated subquery on the
+        same index stopping at the newest started tick.  Failures are a CASE, not a condition
+        on ``state``, which would let the optimizer pick the claim index's range of every
+        failed job.  Running jobs are counted from the claim index's ``running`` range.
+        ``since`` comes from the caller, as every time does (``FINISHED_WINDOW`` before
+        now)."""
         jobs, table = self.database.schema.jobs, self.table
         mine = and_(jobs.c.namespace == table.c.namespace, jobs.c.schedule == table.c.name)
-        recent = (mine, jobs.c.scheduled_at >= since)
         failed = jobs.c.state == JobState.FAILED.value
-        last = jobs.c.started_at.is_not(None)
-        per_schedule = select(
-            table.c.name,
-            select(func.count(jobs.c.started_at)).where(*recent).scalar_subquery(),
-            select(func.count(case((failed, 1)))).where(*recent).scalar_subquery(),
-            select(jobs.c.started_at)
-            .where(mine, last)
-            .order_by(jobs.c.scheduled_at.desc())
+        tick = jobs.alias("tick")
+        last = (
+            select(tick.c.started_at)
+            .where(tick.c.namespace == table.c.namespace, tick.c.schedule == table.c.name)
+            .where(tick.c.started_at.is_not(None))
+            .order_by(tick.c.scheduled_at.desc())
             .limit(1)
-            .scalar_subquery(),
-        ).where(self.mine)
+            .correlate(table)
+            .scalar_subquery()
+        )
+        ticks = table.outerjoin(jobs, and_(mine, jobs.c.scheduled_at >= since))
+        per_schedule = (
+            select(table.c.name, func.count(jobs.c.started_at), func.count(case((failed, 1))), last)
+            .select_from(ticks)
+            .where(self.mine)
+            .group_by(table.c.namespace, table.c.name)
+        )
         # Every running job, unscheduled ones in a group of their own: a condition on
         # ``schedule`` would tempt PostgreSQL to walk every tick of the unique index instead.
         running = (

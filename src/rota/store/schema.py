@@ -88,6 +88,7 @@ class Schema:
     tallies: Table
     tally_mark: Table
     task_sets: Table
+    hour_tallies: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -255,6 +256,17 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("folded_until", UtcDateTime, nullable=False),
         **MYSQL_TABLE_OPTIONS,
     )
+    hour_tallies = Table(
+        f"{prefix}hour_tallies",
+        metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
+        Column("hour", UtcDateTime, primary_key=True),
+        Column("state", String(16), primary_key=True),
+        Column("queue", String(LIMITS["queue"]), primary_key=True),
+        Column("task", String(LIMITS["task"]), primary_key=True),
+        Column("jobs", BigInteger, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
     task_sets = Table(
         f"{prefix}task_sets",
         metadata,
@@ -275,4 +287,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         tallies=tallies,
         tally_mark=tally_mark,
         task_sets=task_sets,
+        hour_tallies=hour_tallies,
     )

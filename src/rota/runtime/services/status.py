@@ -10,6 +10,10 @@ from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.store.base import Store
 from rota.store.values import JobSummary
 
+STATUS = {state: state.value for state in JobState}
+"""Each state's text, looked up: an enum member's ``value`` is a descriptor call, a cost seen
+when ``rota.jobs()`` lists a backlog of thousands."""
+
 
 def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
     if schedule.state is ScheduleState.ACTIVE:
@@ -40,7 +44,7 @@ def job_status(job: JobSummary, paused_queues: Collection[str] = ()) -> JobStatu
         id=job.id,
         name=job.task,
         cron=None,
-        status=JobState.PAUSED.value if waits else job.state.value,
+        status=STATUS[JobState.PAUSED if waits else job.state],
         last_run=job.started_at,
         next_run=job.run_at if job.state is JobState.PENDING else None,
         runs=job.attempt,

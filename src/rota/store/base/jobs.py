@@ -134,7 +134,7 @@ class FinishedStore(Protocol):
     def counts(self, finished_since: datetime | None = None) -> Counts:
         """Job counts by state, by queue and by task (``Counts``, a pending job of a paused
         queue as ``paused``): every job, or every live job and those that finished at or after
-        ``finished_since``, read from an index."""
+        ``finished_since``, read from the hour tallies and an index."""
         ...
 
     def retry(self, transition: Transition) -> bool:

@@ -63,8 +63,9 @@ class ReadStore(Protocol):
         """How many jobs reached each final state in each period between consecutive
         ``bounds`` (ascending): ``{state: [n, ...]}`` with ``len(bounds) - 1`` counts for
         every final state, a job finished at ``t`` counting where ``bounds[i] <= t <
-        bounds[i + 1]``.  Counted by the database in one query over the ``finished_at``
-        index, so its cost in memory is the same for any number or size of jobs."""
+        bounds[i + 1]``.  Counted by the database in one query, from the hour tallies for a
+        period's whole hours before the fold's mark and from the ``finished_at`` index for the
+        rest, so its cost in memory is the same for any number or size of jobs."""
         ...
 
     def waiting_queues(self) -> set[str]:
