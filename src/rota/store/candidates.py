@@ -15,10 +15,10 @@ Apart from ``jobs`` so that tests and ``bench/scale`` can EXPLAIN exactly what a
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, func, literal, select, union_all
 from sqlalchemy.engine import Connection
@@ -29,6 +29,8 @@ from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.task_sets import TaskSets, set_key
+
+T = TypeVar("T")
 
 MAX_LEVELS = 500
 """(queue, priority) pairs a claim looks for at most: past that many (a backlog spread over
@@ -153,13 +155,12 @@ class ClaimCandidates:
         also: Sequence[ColumnElement[bool]] = (),
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` candidates of ``levels``, read and locked level by level."""
-        rows: list[dict[str, Any]] = []
-        for level in levels:
-            query = self.query(level.queues, tasks, limit - len(rows), now, also, level.priority)
-            rows += [dict(row._mapping) for row in connection.execute(query)]
-            if len(rows) >= limit:
-                break
-        return rows
+
+        def rows(level: Level, want: int) -> list[dict[str, Any]]:
+            query = self.query(level.queues, tasks, want, now, also, level.priority)
+            return [dict(row._mapping) for row in connection.execute(query)]
+
+        return by_level(levels, limit, rows)
 
     def due(
         self, queues: Sequence[str], tasks: Sequence[str], now: datetime
@@ -184,3 +185,14 @@ class ClaimCandidates:
             jobs.c.run_at <= now,
             self.task_sets.holds(set_key(tasks), jobs.c.task),
         ]
+
+
+def by_level(levels: Sequence[Level], limit: int, take: Callable[[Level, int], list[T]]) -> list[T]:
+    """What ``take`` gives of each level (and how many are still wanted), most urgent level
+    first, until ``limit`` are taken."""
+    taken: list[T] = []
+    for level in levels:
+        taken += take(level, limit - len(taken))
+        if len(taken) >= limit:
+            break
+    return taken

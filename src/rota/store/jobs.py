@@ -19,7 +19,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from rota.core.limits import FlowLimits
 from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
-from rota.store.candidates import ClaimCandidates
+from rota.store.candidates import ClaimCandidates, Level, by_level
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
 from rota.store.limits import FlowClaims
@@ -122,13 +122,13 @@ class SqlJobs:
 
                 claimed = self.flow.claim(connection, take, flows, limit, now, values)
             else:
-                claimed = []
-                for level in levels:  # most urgent first, until the claim is full
-                    want, at = limit - len(claimed), level.priority
+
+                def claim(level: Level, want: int) -> list[dict[str, Any]]:
+                    at = level.priority
                     query = self.candidates.query(level.queues, tasks, want, now, (), at)
-                    claimed += self.database.dialect.claim(connection, self.table, query, values)
-                    if len(claimed) >= limit:
-                        break
+                    return self.database.dialect.claim(connection, self.table, query, values)
+
+                claimed = by_level(levels, limit, claim)
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
 
