@@ -182,7 +182,8 @@ class SqlFinished:
             batch = and_(*window, *([] if through is None else [jobs.c.finished_at <= through]))
             folded = select(*columns, func.count()).where(batch, jobs.c.finished_at < folded_until)
             groups: Counter[Group] = Counter()
-            for namespace, state, queue, task, n in connection.execute(folded.group_by(*columns)):
+            for row in connection.execute(folded.group_by(*columns)):
+                namespace, state, queue, task, n = tuple(row)
                 groups[namespace, state, queue, task] = -int(n)
             linked = select(jobs.c.id).where(batch, jobs.c.has_dependencies)
             self.dependencies.forget(connection, list(connection.execute(linked).scalars()))
