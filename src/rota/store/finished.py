@@ -157,14 +157,16 @@ class SqlFinished:
     ) -> Pruned:
         """Delete the oldest ``limit`` jobs of ``states`` finished after ``after`` and before
         ``before`` (and any that finished at the same instant as the last of them), in one
-        short transaction, off their tallies.
+        short transaction, off their tallies; fewer when the UTC hour of the oldest ends first.
 
         The batch is a range of the finished-jobs index, found by its last ``finished_at`` and
         deleted as that range on the server: no job's row or id crosses the connection (the
         client's time was most of a batch's), and the next batch starts past it, so it never
         walks again the entries of the rows just deleted, which stay in the index until
-        InnoDB's purge or PostgreSQL's vacuum.  The mark is held for update, so no retry takes
-        a job out of the range between its count and its deletion."""
+        InnoDB's purge or PostgreSQL's vacuum.  The range ends within the hour its oldest job
+        finished in, so the jobs it takes off the tallies are all of that hour's tallies, which
+        one GROUP BY counts.  The mark is held for update, so no retry takes a job out of the
+        range between its count and its deletion."""
         jobs = self.jobs
         window = [
             jobs.c.finished_at < before,
@@ -173,12 +175,20 @@ class SqlFinished:
         ]
         if after is not None:
             window.append(jobs.c.finished_at > after)
-        last = select(jobs.c.finished_at).where(*window).order_by(jobs.c.finished_at)
+        oldest = select(jobs.c.finished_at).where(*window).order_by(jobs.c.finished_at)
         columns = [jobs.c[column] for column in GROUPED]
 
         def work(connection: Connection) -> Pruned:
             folded_until = self._lock_mark(connection, exclusive=True)
-            through = connection.execute(last.offset(limit - 1).limit(1)).scalar()
+            first = connection.execute(oldest.limit(1)).scalar()
+            if first is None:
+                return Pruned(0, None)
+            hour = hour_of(first)
+            within = jobs.c.finished_at < hour + HOUR
+            through = connection.execute(oldest.where(within).offset(limit - 1).limit(1)).scalar()
+            if through is None and hour + HOUR < before:
+                last = select(func.max(jobs.c.finished_at)).where(*window, within)
+                through = connection.execute(last).scalar_one()
             batch = and_(*window, *([] if through is None else [jobs.c.finished_at <= through]))
             folded = select(*columns, func.count()).where(batch, jobs.c.finished_at < folded_until)
             groups: Counter[Group] = Counter()
@@ -188,7 +198,7 @@ class SqlFinished:
             linked = select(jobs.c.id).where(batch, jobs.c.has_dependencies)
             self.dependencies.forget(connection, list(connection.execute(linked).scalars()))
             deleted = connection.execute(delete(jobs).where(batch)).rowcount
-            self._add(connection, groups)
+            self._add(connection, groups, hour)
             return Pruned(int(deleted), through)
 
         return self.database.transaction(work)

@@ -149,7 +149,8 @@ class FinishedStore(Protocol):
         after: datetime | None = None,
     ) -> Pruned:
         """Delete the oldest ``limit`` jobs of ``states`` finished after ``after`` and before
-        ``before`` (more when several finished at the same instant as the last of them)."""
+        ``before`` (more when several finished at the same instant as the last of them, fewer
+        when the UTC hour of the oldest ends first: a batch is off one hour's tallies)."""
         ...
 
     def fold(self, until: datetime) -> int:
