@@ -140,9 +140,8 @@ def fold(rota: Rota, backend: str) -> Result:
     )
     with sql(rota).engine.connect() as connection:
         prunable = connection.execute(select(func.count()).where(due)).scalar_one()
-    per_call = retention.batch * retention.max_batches
     print(f"{backend:9} {'fold':13} {ms:8.1f} ms  ({folded:,} jobs folded)")
-    print(f"{backend:9} prune would delete {prunable:,} jobs past retention, {per_call:,} a call")
+    print(f"{backend:9} prune would delete {prunable:,} jobs past retention")
     return Result("inspection", "rota", backend, "fold", ms, "ms", {"folded": folded})
 
 

@@ -58,20 +58,20 @@ def sizes(backend: str, quick: bool) -> tuple[int, ...]:
     return tuple(size // QUICK for size in full[:3]) if quick else full
 
 
-def claim_ms(rota: Rota, case: Case, claims: int) -> list[float]:
-    """``claims`` claims of ``LIMIT`` (after one untimed), each put back; milliseconds."""
+def claim_ms(rota: Rota, case: Case, claims: int, untimed: int = 1) -> list[float]:
+    """``claims`` claims of ``LIMIT`` (after ``untimed`` ones), each put back; milliseconds."""
     jobs = sql(rota).jobs
     took: list[float] = []
-    for number in range(claims + 1):
+    for number in range(claims + untimed):
         now = datetime.now(timezone.utc)
         start = time.perf_counter()
         taken = jobs.claim("bench-scale", case.queues, TASKS, LIMIT, now, now + timedelta(hours=1))
         elapsed = (time.perf_counter() - start) * 1000
         if len(taken) != LIMIT:
             raise SystemExit(f"{case.name}: a claim took {len(taken)} jobs, not {LIMIT}")
-        if number:
+        if number >= untimed:
             took.append(elapsed)
-        scale_data.put_back(rota)
+        scale_data.put_back(rota, [job.id for job in taken])
     return took
 
 

@@ -16,6 +16,7 @@ share a time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -142,15 +143,16 @@ def fill(rota: Rota, backend: str, case: Case, size: int) -> None:
         connection.execute(text(analyze.format(jobs.name)))
 
 
-def put_back(rota: Rota) -> int:
-    """The jobs claimed or run pending again, as written (read by the claim index's range of
-    their state, not by a scan)."""
+def put_back(rota: Rota, ids: Sequence[int] | None = None) -> int:
+    """The jobs claimed or run (or only those of ``ids``) pending again, as written (read by
+    the claim index's range of their state, or by id, not by a scan)."""
     store = sql(rota)
     jobs = store.schema.jobs
+    which = jobs.c.state.in_(DONE) if ids is None else jobs.c.id.in_(ids)
     with store.engine.begin() as connection:
         changed = connection.execute(
             jobs.update()
-            .where(store.database.mine(jobs), jobs.c.state.in_(DONE))
+            .where(store.database.mine(jobs), which)
             .values(
                 state="pending",
                 attempt=0,

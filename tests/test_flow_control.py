@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from rota import ConfigError, InvalidArguments, JobContext, JobState, Rota, TaskDefinition
 from rota.core.limits import KEY_LENGTH, Candidate, FlowLimits, Rate, admit, parse_rate, stored_key
-from rota.runtime.retention import Retention, prune_if_leased
+from rota.runtime.retention import Retention, lease_pass
 from rota.testing import FakeClock
 from tests.conftest import START
 from tests.helpers import sql_store
@@ -305,10 +305,10 @@ def test_old_key_rows_are_pruned_and_made_again_when_needed(
     assert len(made) == 3, "two accounts' concurrency keys and the task's rate key"
     retention, lease = Retention(), timedelta(minutes=2)
     clock.advance(retention.limits - timedelta(minutes=1))
-    assert prune_if_leased(rota.store, "me", retention, clock.now(), lease) == 0
+    assert lease_pass(rota.store, "me", retention, clock.now(), lease) is not None
     assert keys() == made, "written within the retention: kept"
     clock.advance(timedelta(minutes=2))
-    prune_if_leased(rota.store, "me", retention, clock.now(), lease)
+    lease_pass(rota.store, "me", retention, clock.now(), lease)
     assert keys() == set()
     rota.queue(sync, 1)
     assert rota.drain().succeeded == 1

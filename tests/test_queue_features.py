@@ -14,7 +14,6 @@ from sqlalchemy import text
 
 from rota import Enqueue, JobContext, Rota, TaskDefinition
 from rota.cli import main
-from rota.runtime.retention import Retention, prune_if_leased
 from rota.testing import FakeClock
 from tests.conftest import START, Database
 from tests.helpers import eventually
@@ -179,18 +178,6 @@ def test_retention_prunes_old_finished_jobs_in_batches(
     assert "pruned 2 finished job(s)" in result.output
     assert rota.prune() == 0
     assert [j.id for j in rota.store.reads.jobs(limit=10)] == [waiting]
-
-
-def test_only_the_lease_holder_prunes(rota: Rota, clock: FakeClock) -> None:
-    rota.jobs()
-    retention = Retention()
-    lease = timedelta(seconds=60)
-    assert prune_if_leased(rota.store, "a", retention, clock.now(), lease) == 0
-    assert prune_if_leased(rota.store, "b", retention, clock.now(), lease) is None
-    assert prune_if_leased(rota.store, "a", retention, clock.now(), lease) == 0
-    clock.advance(61)
-    assert prune_if_leased(rota.store, "b", retention, clock.now(), lease) == 0
-    assert prune_if_leased(rota.store, "a", retention, clock.now(), lease) is None
 
 
 def test_run_now_leaves_the_cron_ticks_alone(rota: Rota, clock: FakeClock) -> None:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from rota import Rota
 from rota.core.model import WorkerInfo
-from rota.runtime.retention import Retention, prune_if_leased
+from rota.runtime.retention import Retention, lease_pass
 from tests.conftest import START
 
 EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -35,9 +35,9 @@ def test_the_prune_lease_holder_deletes_rows_of_workers_dead_past_retention(rota
     rota.store.cluster.register_worker(row("just-dead", START - timedelta(minutes=5)))
     rota.store.cluster.register_worker(row("live", START))
     assert rota.store.cluster.acquire_lease("prune", "other", START, START + LEASE)
-    assert prune_if_leased(rota.store, "me", retention, START, LEASE) is None
+    assert lease_pass(rota.store, "me", retention, START, LEASE) is None
     assert len(rota.store.cluster.workers(EPOCH)) == 3, "only the lease holder prunes"
     later = START + LEASE + timedelta(seconds=1)
-    assert prune_if_leased(rota.store, "me", retention, later, LEASE) == 0
+    assert lease_pass(rota.store, "me", retention, later, LEASE) is not None
     kept = [w.id for w in rota.store.cluster.workers(EPOCH)]
     assert kept == ["just-dead", "live"], "dead within the retention: kept, listed as dead"

@@ -126,6 +126,11 @@ CALLS: dict[str, Callable[[Store], object]] = {
     "unknown states": lambda store: store.reads.jobs(states=(JobState.UNKNOWN,), limit=None),
     # A firing tick of a schedule whose policy is skip or queue reads its newest runs.
     "unfinished runs": lambda store: unfinished_runs(store),
+    # A prune's batch: the oldest hour's range of the finished index (it deletes 408 rows of
+    # the history's first hour, which leaves the other plans as they were).
+    "prune batch": lambda store: store.finished.prune(
+        [JobState.SUCCEEDED], START - timedelta(days=29), 500
+    ),
 }
 
 

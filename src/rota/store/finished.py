@@ -11,8 +11,9 @@ also adds its jobs to the hour tallies of that hour that windows of time read
 (``store.windows``); a retry or a prune of a job finished before the mark takes it off its
 tallies in its own transaction.
 
-Why a count never misses or doubles a job: the fold locks the mark row for update, the retry
-and the prune for share, so neither reads a mark that a fold is moving; a count reads the mark,
+Why a count never misses or doubles a job: the fold and the prune lock the mark row for update,
+the retry for share, so neither reads a mark that a fold is moving, nor does a retry take a job
+out of a prune's batch between its count and its deletion; a count reads the mark,
 the tallies and the range in one statement (one snapshot on every backend); and a job is folded
 only once it finished ``FOLD_LAG`` before the fold's now, far beyond any clock skew or commit
 delay between a worker's clock and its write.
@@ -33,6 +34,7 @@ from rota.core.transitions import Transition
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
+from rota.store.values import Pruned
 from rota.store.windows import HOUR, MARK, FinishedWindows, hour_of
 
 GROUPED = ("namespace", "state", "queue", "task")
@@ -96,8 +98,7 @@ class SqlFinished:
         """One step of ``fold``, within one UTC hour; ``None`` once the mark has reached
         ``until``."""
         jobs, mark = self.jobs, self.mark
-        locked = select(mark.c.folded_until).where(mark.c.id == MARK).with_for_update()
-        start = connection.execute(locked).scalar_one()
+        start = self._lock_mark(connection, exclusive=True)
         if start >= until:
             return None
         oldest = connection.execute(
@@ -147,37 +148,67 @@ class SqlFinished:
 
         return self.database.transaction(work, idempotent=False)
 
-    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
-        """Delete up to ``limit`` jobs in ``states`` that finished before ``before``, oldest
-        first, in one short transaction, off their tallies."""
-        jobs = self.jobs
-        oldest = (
-            select(jobs.c.id, *(jobs.c[column] for column in GROUPED), jobs.c.finished_at)
-            .where(
-                jobs.c.finished_at < before,
-                self.database.mine(jobs),
-                jobs.c.state.in_([s.value for s in states]),
-            )
-            .order_by(jobs.c.finished_at)
-            .limit(limit)
-        )
+    def prune(
+        self,
+        states: Sequence[JobState],
+        before: datetime,
+        limit: int,
+        after: datetime | None = None,
+    ) -> Pruned:
+        """Delete the oldest ``limit`` jobs of ``states`` finished after ``after`` and before
+        ``before`` (and any that finished at the same instant as the last of them), in one
+        short transaction, off their tallies; fewer when the UTC hour of the oldest ends first.
 
-        def work(connection: Connection) -> int:
-            folded_until = self._lock_mark(connection)
-            rows = list(connection.execute(oldest))
-            ids = [row.id for row in rows]
-            if ids:
-                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
-                self.dependencies.forget(connection, ids)
-                self._forget(connection, folded_until, [tuple(row)[1:] for row in rows])
-            return len(ids)
+        The batch is a range of the finished-jobs index, found by its last ``finished_at`` and
+        deleted as that range on the server: no job's row or id crosses the connection (the
+        client's time was most of a batch's), and the next batch starts past it, so it never
+        walks again the entries of the rows just deleted, which stay in the index until
+        InnoDB's purge or PostgreSQL's vacuum.  The range ends within the hour its oldest job
+        finished in, so the jobs it takes off the tallies are all of that hour's tallies, which
+        one GROUP BY counts.  The mark is held for update, so no retry takes a job out of the
+        range between its count and its deletion."""
+        jobs = self.jobs
+        window = [
+            jobs.c.finished_at < before,
+            self.database.mine(jobs),
+            jobs.c.state.in_([s.value for s in states]),
+        ]
+        if after is not None:
+            window.append(jobs.c.finished_at > after)
+        oldest = select(jobs.c.finished_at).where(*window).order_by(jobs.c.finished_at)
+        columns = [jobs.c[column] for column in GROUPED]
+
+        def work(connection: Connection) -> Pruned:
+            folded_until = self._lock_mark(connection, exclusive=True)
+            first = connection.execute(oldest.limit(1)).scalar()
+            if first is None:
+                return Pruned(0, None)
+            hour = hour_of(first)
+            within = jobs.c.finished_at < hour + HOUR
+            through = connection.execute(oldest.where(within).offset(limit - 1).limit(1)).scalar()
+            if through is None and hour + HOUR < before:
+                last = select(func.max(jobs.c.finished_at)).where(*window, within)
+                through = connection.execute(last).scalar_one()
+            batch = and_(*window, *([] if through is None else [jobs.c.finished_at <= through]))
+            folded = select(*columns, func.count()).where(batch, jobs.c.finished_at < folded_until)
+            groups: Counter[Group] = Counter()
+            for row in connection.execute(folded.group_by(*columns)):
+                namespace, state, queue, task, n = tuple(row)
+                groups[namespace, state, queue, task] = -int(n)
+            linked = select(jobs.c.id).where(batch, jobs.c.has_dependencies)
+            self.dependencies.forget(connection, list(connection.execute(linked).scalars()))
+            deleted = connection.execute(delete(jobs).where(batch)).rowcount
+            self._add(connection, groups, hour)
+            return Pruned(int(deleted), through)
 
         return self.database.transaction(work)
 
-    def _lock_mark(self, connection: Connection) -> datetime:
-        """The mark, held for share before anything else: a fold waits for this transaction."""
+    def _lock_mark(self, connection: Connection, exclusive: bool = False) -> datetime:
+        """The mark, held before anything else: for share by a retry, so a fold waits for it;
+        ``exclusive`` by a fold, and by a prune, which a retry then waits for too."""
         mark = select(self.mark.c.folded_until).where(self.mark.c.id == MARK)
-        folded_until: datetime = connection.execute(mark.with_for_update(read=True)).scalar_one()
+        locked = mark.with_for_update(read=not exclusive)
+        folded_until: datetime = connection.execute(locked).scalar_one()
         return folded_until
 
     def _forget(

@@ -134,6 +134,15 @@ class Cascaded:
 
 
 @dataclass(frozen=True, slots=True)
+class Pruned:
+    """One batch of the prune: how many jobs it deleted, and the ``finished_at`` it deleted
+    through, after which the next batch goes on (``None``: it deleted the last ones)."""
+
+    jobs: int
+    through: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class Applied:
     """What one write of transitions changed, committed: the jobs whose transition applied (a
     compare-and-set another writer lost changes nothing, and is not among them), the

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import DEFAULT_QUEUE, AttemptError, Job, JobState, NewJob, WorkerInfo
 from rota.core.transitions import Transition, Verdict, VerdictKind, after_attempt
 from rota.store import Store
+from rota.store.values import Pruned
 from tests.conftest import START
 
 EMPTY = '{"v":1,"args":[],"kwargs":{}}'
@@ -70,6 +72,20 @@ def outcome(job: Job, kind: VerdictKind, now: datetime = START) -> Transition:
         error = AttemptError(job.attempt, now, "EXECUTION_FAILED", "ValueError", "boom")
     result = Verdict(kind, error=error, retryable=False)
     return after_attempt(job, result, now, RetryPolicy(), random.Random(0))
+
+
+def batches(
+    store: Store, states: Sequence[JobState], before: datetime, limit: int = 100
+) -> Iterator[Pruned]:
+    """The prune's batches, each going on past the last, until one reaches ``before``: what
+    deleting everything of ``states`` finished before it takes, a batch stopping at each hour."""
+    after = None
+    while True:
+        pruned = store.finished.prune(states, before, limit, after)
+        yield pruned
+        if pruned.through is None:
+            return
+        after = pruned.through
 
 
 def worker(

@@ -14,9 +14,9 @@ from rota.core.model import JobState
 from rota.core.transitions import VerdictKind, manual_retry, rescue
 from rota.errors import InvalidArguments
 from rota.store import Store
-from rota.store.values import Applied
+from rota.store.values import Applied, Pruned
 from tests.conftest import START, Database
-from tests.store.contract.support import LEASE, claim, claimed, new, outcome, state
+from tests.store.contract.support import LEASE, batches, claim, claimed, new, outcome, state
 
 SECOND = timedelta(seconds=1)
 
@@ -252,10 +252,13 @@ def test_prune_deletes_finished_jobs_of_the_states_before_the_cutoff(store: Stor
     store.jobs.complete("w1", [finished], later)
     store.jobs.complete("w1", [outcome(claimed(store, failed), VerdictKind.FAILED)], START)
     cutoff = START + SECOND
-    assert store.finished.prune([JobState.SUCCEEDED], cutoff, 10) == 1
+    assert store.finished.prune([JobState.SUCCEEDED], cutoff, 10) == Pruned(1, None)
     assert store.reads.job(old_done) is None
-    assert store.finished.prune([JobState.SUCCEEDED, JobState.FAILED], later + SECOND, 1) == 1
-    assert store.finished.prune([JobState.SUCCEEDED, JobState.FAILED], later + SECOND, 10) == 1
+    both, until = [JobState.SUCCEEDED, JobState.FAILED], later + SECOND
+    oldest = store.finished.prune(both, until, 1)
+    assert oldest == Pruned(1, START), "the oldest, and where the next batch goes on"
+    assert store.finished.prune(both, until, 10, after=later) == Pruned(0, None), "only after"
+    assert store.finished.prune(both, until, 10, after=oldest.through) == Pruned(1, None)
     assert [job.id for job in store.reads.jobs(limit=None)] == [waiting], "pending jobs stay"
 
 
@@ -324,9 +327,10 @@ def test_counts_stay_exact_as_finished_jobs_are_folded_retried_and_pruned(store:
     assert store.finished.counts(finished[3]).by_state["succeeded"] == 1, (
         "a window counts only its own"
     )
-    assert store.finished.prune([JobState.SUCCEEDED], finished[2] + SECOND, 10) == 2
+    succeeded = [JobState.SUCCEEDED]
+    assert sum(batch.jobs for batch in batches(store, succeeded, finished[2] + SECOND)) == 2
     assert everything() == (1, 0, 2, 1, 3)
-    assert store.finished.prune([JobState.SUCCEEDED], finished[3] + SECOND, 10) == 1
+    assert sum(batch.jobs for batch in batches(store, succeeded, finished[3] + SECOND)) == 1
     assert everything() == (0, 0, 2, 0, 2)
     assert store.finished.counts().by_task.get("u") is None, (
         "a task whose tallies are empty is gone"

@@ -1,7 +1,7 @@
 """Counts over a window and jobs per period, read from the hour tallies and the index beside
 them, equal what grouping every job's row gives, wherever the fold's mark stands: before the
 jobs, inside an hour, on a whole hour, past them all; and after retries and prunes of folded
-jobs."""
+jobs, a prune's batch taking its jobs off the tallies of their own hour."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rota.core.model import Counts, Job, JobState
 from rota.core.transitions import VerdictKind, manual_retry
 from rota.store import Store
 from tests.conftest import START
-from tests.store.contract.support import claimed, new, outcome
+from tests.store.contract.support import batches, claimed, new, outcome
 
 HOUR, MINUTE = timedelta(hours=1), timedelta(minutes=1)
 FINAL = [state for state in JobState if state.is_final]
@@ -67,6 +67,12 @@ def per_period(jobs: Sequence[Job], bounds: Sequence[datetime]) -> dict[str, lis
 
 def assert_windows_exact(store: Store) -> None:
     jobs = store.reads.jobs(limit=None)
+    counts, expected = store.finished.counts(), grouped(jobs, START - 2 * HOUR)
+    assert (counts.by_state, counts.by_queue, counts.by_task) == (
+        expected.by_state,
+        expected.by_queue,
+        expected.by_task,
+    ), "all time"
     for since in SINCE:
         counts, expected = store.finished.counts(since), grouped(jobs, since)
         assert (counts.by_state, counts.by_queue, counts.by_task) == (
@@ -87,11 +93,26 @@ def test_windows_equal_the_rows_grouped_wherever_the_mark_stands(store: Store) -
     assert failed is not None and failed.state is JobState.FAILED
     assert store.finished.retry(manual_retry(failed, START + 7 * HOUR)), "a folded job back"
     assert_windows_exact(store)
-    assert store.finished.prune([JobState.SUCCEEDED], START + 90 * MINUTE, 100) == 2
+    succeeded = batches(store, [JobState.SUCCEEDED], START + 90 * MINUTE)
+    assert sum(batch.jobs for batch in succeeded) == 2
     assert_windows_exact(store)
     assert store.finished.fold(START + 4 * HOUR) == 4, "up to a whole hour"
     assert_windows_exact(store)
     assert store.finished.fold(START + 8 * HOUR) == 5, "every finished job"
     assert_windows_exact(store)
-    assert store.finished.prune([JobState.SUCCEEDED, JobState.FAILED], START + 8 * HOUR, 100) == 13
+    assert sum(batch.jobs for batch in batches(store, FINAL, START + 8 * HOUR)) == 13
+    assert_windows_exact(store)
+
+
+def test_windows_stay_exact_through_a_prune_of_several_hours_across_the_mark(
+    store: Store,
+) -> None:
+    finish_over_six_hours(store)
+    assert store.finished.fold(START + 150 * MINUTE) == 7, "up to inside the third hour"
+    sizes: list[int] = []
+    for batch in batches(store, FINAL, START + 5 * HOUR, limit=2):
+        sizes.append(batch.jobs)
+        assert_windows_exact(store)
+    assert sizes == [2, 1, 2, 1, 2, 2, 1, 2, 1], "two at most, and none across an hour"
+    assert store.finished.fold(START + 8 * HOUR) == 2, "the two jobs left"
     assert_windows_exact(store)

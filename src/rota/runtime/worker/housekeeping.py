@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 from rota.core.events import EventName
 from rota.core.model import Job
 from rota.core.transitions import lease_until, rescue
 from rota.runtime.announcer import Announcer
-from rota.runtime.retention import Retention, prune_if_leased
+from rota.runtime.retention import DbCall, Retention, lease_pass
 from rota.runtime.worker.alerts import TickAlerts
 from rota.runtime.worker.backoff import LoopBackoff
 from rota.runtime.worker.executor import Executor
@@ -27,7 +26,6 @@ from rota.runtime.worker.outlook import SharedOutlook
 from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
 
-DbCall = Callable[..., Awaitable[Any]]
 logger = logging.getLogger("rota.worker")
 
 
@@ -111,25 +109,31 @@ class Housekeeping:
         return count
 
     async def pruning(self, interval: float, retention: Retention) -> None:
+        """Every ``interval``, a prune pass while this worker holds the prune lease (taken for
+        two intervals); a pass that ends with a backlog left is followed at once by the next."""
         backoff = LoopBackoff("prune", self.max_backoff, self.events)
         while True:
             delay = interval
             try:
-                now = self.executor.clock.now()
-                pruned = await self._db(
-                    prune_if_leased,
-                    self.store,
-                    self.worker_id,
-                    retention,
-                    now,
-                    timedelta(seconds=interval * 2),
-                )
-                if pruned:
-                    self.events.emit(EventName.JOBS_PRUNED, count=pruned)
+                if await self.prune_once(timedelta(seconds=interval * 2), retention):
+                    delay = 0
                 backoff.succeeded()
             except Exception as error:
                 delay = backoff.failed(error)
             await self.timer.sleep(delay)
+
+    async def prune_once(self, lease: timedelta, retention: Retention) -> bool:
+        """One pass, paced, within the first half of its ``lease``; whether it left jobs past
+        retention (``False`` also when another worker holds the lease)."""
+        clock = self.executor.clock
+        now = clock.now()
+        pruning = await self._db(lease_pass, self.store, self.worker_id, retention, now, lease)
+        if pruning is None:
+            return False
+        done = await pruning.paced(self._db, clock, self.timer, now + lease / 2)
+        if pruning.jobs:
+            self.events.emit(EventName.JOBS_PRUNED, count=pruning.jobs)
+        return not done
 
 
 def rescue_expired(

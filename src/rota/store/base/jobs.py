@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 from rota.core.limits import FlowLimits
 from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
-from rota.store.values import Applied
+from rota.store.values import Applied, Pruned
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -141,8 +141,16 @@ class FinishedStore(Protocol):
         """Apply a manual retry if the job is still in the transition's source state."""
         ...
 
-    def prune(self, states: Sequence[JobState], before: datetime, limit: int) -> int:
-        """Delete at most ``limit`` jobs of ``states`` finished before ``before``; the count."""
+    def prune(
+        self,
+        states: Sequence[JobState],
+        before: datetime,
+        limit: int,
+        after: datetime | None = None,
+    ) -> Pruned:
+        """Delete the oldest ``limit`` jobs of ``states`` finished after ``after`` and before
+        ``before`` (more when several finished at the same instant as the last of them, fewer
+        when the UTC hour of the oldest ends first: a batch is off one hour's tallies)."""
         ...
 
     def fold(self, until: datetime) -> int:
