@@ -22,16 +22,15 @@ from contextlib import ExitStack
 from sqlalchemy import create_engine, func, select, text, update
 
 from bench.common import Config
-from bench.rota_bench import fresh, wait_for, workers
-from rota import Enqueue, Rota
+from bench.rota_bench import fresh, queue_jobs, wait_for, workers
+from rota import Rota
 
 CONCURRENCY = 64
 TARGET = 1.2
 
 
 def fill_history(rota: Rota, history: int) -> None:
-    for _ in range(0, history, 1_000):
-        rota.queue_many([Enqueue("noop") for _ in range(1_000)])
+    queue_jobs(rota, "noop", history)
     jobs = rota.store.schema.jobs
     with rota.store.engine.begin() as connection:
         done = update(jobs).values(state="succeeded", finished_at=func.now())
@@ -43,8 +42,7 @@ def run_round(rota: Rota, url: str, prefix: str, jobs: int) -> float:
     table = rota.store.schema.jobs
     with rota.store.engine.connect() as connection:
         before = connection.execute(select(func.max(table.c.id))).scalar_one()
-    for _ in range(0, jobs, 1_000):
-        rota.queue_many([Enqueue("noop") for _ in range(1_000)])
+    queue_jobs(rota, "noop", jobs)
     total = before + jobs  # the history's jobs are finished too: count them with the new
     with workers(url, prefix, 1, CONCURRENCY):
         wait_for(rota, total, timeout=600)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,9 +25,10 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from bench.common import MYSQL_URL
+from bench.rota_bench import workers
 
-ROOT = Path(__file__).resolve().parent.parent
 USER = "rota_fleet"
+APP = "bench.idle_fleet_app:app"
 COUNTERS = ("SELECT_COMMANDS", "UPDATE_COMMANDS", "OTHER_COMMANDS")
 POLL = 0.5
 STATEMENT_TARGET = 250.0
@@ -70,27 +69,27 @@ def main() -> int:
         userstat = connection.execute(text("SELECT @@GLOBAL.userstat")).scalar_one()
         connection.execute(text("SET GLOBAL userstat = 1"))
         limit = int(connection.execute(text("SELECT @@GLOBAL.max_connections")).scalar_one())
-    env = {**os.environ, "BENCH_URL": fleet_url(options.url), "BENCH_PREFIX": prefix}
-    os.environ.update(env)
+    url = fleet_url(options.url)
+    os.environ.update(BENCH_URL=url, BENCH_PREFIX=prefix)
     from bench.idle_fleet_app import app
 
     app.store.migrate()
     app.store.engine.dispose()
-    command = [sys.executable, "-m", "rota", "worker", "bench.idle_fleet_app:app"]
-    command += ["--log-level", "warning"]
-    workers: list[subprocess.Popen[bytes]] = []
+    log = Path("/tmp/idle_fleet.log")
+    log.unlink(missing_ok=True)
     try:
-        with Path("/tmp/idle_fleet.log").open("w") as log, admin.connect() as connection:
+        with (
+            workers(url, prefix, options.processes, 1, POLL, APP, log) as running,
+            admin.connect() as connection,
+        ):
             started = time.monotonic()
-            for _ in range(options.processes):
-                workers.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log))
             peak = 0
-            settled_at = time.monotonic() + options.settle
+            settled_at = started + options.settle
             while time.monotonic() < settled_at or peak == 0:
                 peak = max(peak, held(connection))
                 connection.commit()
                 time.sleep(1)
-            alive = sum(worker.poll() is None for worker in workers)
+            alive = sum(worker.poll() is None for worker in running)
             print(
                 f"{alive} of {options.processes} workers running "
                 f"{time.monotonic() - started:.0f} s after the first start; peak "
@@ -103,10 +102,8 @@ def main() -> int:
             after, elapsed = counters(connection), time.monotonic() - at
             connections = held(connection)
             connection.commit()
+        codes = [worker.returncode for worker in running]
     finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-        codes = [worker.wait(timeout=120) for worker in workers]
         with admin.begin() as connection:
             connection.execute(text(f"SET GLOBAL userstat = {int(userstat)}"))
         app.store.engine.dispose()

@@ -10,6 +10,7 @@ from rota import JobContext, Rota
 app = Rota(
     os.environ.get("BENCH_URL", "sqlite:///bench-idle-fleet.db"),
     table_prefix=os.environ.get("BENCH_PREFIX", "bench_idle_fleet_"),
+    poll_interval=float(os.environ.get("BENCH_POLL", "0.5")),
 )
 
 

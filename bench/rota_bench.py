@@ -107,6 +107,12 @@ def workers(
             output.close()
 
 
+def queue_jobs(rota: Rota, task: str, count: int) -> None:
+    """``count`` jobs of ``task`` (a multiple of 1,000), queued 1,000 a transaction."""
+    for _ in range(0, count, 1_000):
+        rota.queue_many([Enqueue(task) for _ in range(1_000)])
+
+
 def count_finished(rota: Rota, engine: Engine | None = None) -> int:
     jobs = rota.store.schema.jobs
     with (engine or rota.store.engine).connect() as connection:
@@ -132,8 +138,7 @@ def throughput(
 ) -> list[Result]:
     """``logged``: the workers write the execution log at INFO to a file (``workers``)."""
     with fresh(config, backend) as (rota, url, prefix):
-        for _ in range(0, config.jobs, 1_000):
-            rota.queue_many([Enqueue(task) for _ in range(1_000)])
+        queue_jobs(rota, task, config.jobs)
         log = Path(config.workdir) / f"worker-{prefix}.log" if logged else None
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
