@@ -7,7 +7,7 @@ memory must not depend on how large the jobs' arguments are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 
-from rota.core.model import MAX_JOB_ID, Job, JobState, Stranded, seen_state
+from rota.core.model import MAX_JOB_ID, Job, JobState, JobStatus, Stranded, seen_state
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database
@@ -29,6 +29,14 @@ SUMMARY = [
     *("started_at", "schedule", "lease_owner", "errors", "progress", "progress_note"),
 ]
 """The columns a ``JobSummary`` is made of: never ``payload``."""
+LIVE_COLUMNS = [
+    *("id", "task", "queue", "state", "attempt", "run_at", "started_at", "errors", "progress"),
+    "progress_note",
+]
+"""The columns a line of ``Rota.jobs()`` is made of: fewer than a summary's, as it lists every
+live job."""
+LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
+PENDING, PAUSED, RUNNING = (state.value for state in LIVE_STATES)
 
 
 class SqlReads:
@@ -101,6 +109,11 @@ class SqlReads:
         if job_id is not None:
             query = query.where(self.table.c.id == job_id)
         return [to_summary(row) for row in self.database.fetch(query)]
+
+    def live(self, paused_queues: Collection[str], limit: int | None = None) -> list[JobStatus]:
+        columns = select(*(self.table.c[name] for name in LIVE_COLUMNS))
+        query = self._newest(columns, LIVE_STATES, None, None, limit)
+        return [to_status(row, paused_queues) for row in self.database.fetch(query)]
 
     def last_scheduled(self) -> dict[str, JobSummary]:
         """One query: the rows whose id is the largest of their schedule."""
@@ -190,4 +203,22 @@ def to_summary(row: Sequence[Any]) -> JobSummary:
         started_at=started_at,
         failures=len(errors),
         unknown_state=stored if state is JobState.UNKNOWN else None,
+    )
+
+
+def to_status(row: Sequence[Any], paused_queues: Collection[str]) -> JobStatus:
+    """A row of ``LIVE_COLUMNS`` as its line of ``Rota.jobs()``: made straight from the row,
+    without a ``JobSummary`` between, since a backlog of ten thousand is listed whole."""
+    (job_id, task, queue, stored, attempt, run_at, started_at, errors, progress, note) = row
+    pending = stored == PENDING
+    return JobStatus(
+        id=job_id,
+        name=task,
+        cron=None,
+        status=PAUSED if pending and queue in paused_queues else stored,
+        last_run=started_at,
+        next_run=run_at if pending else None,
+        runs=attempt,
+        failures=len(_attempt_errors(errors, [])),
+        progress=_progress(progress, note) if stored == RUNNING else None,
     )

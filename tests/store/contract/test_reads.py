@@ -4,10 +4,12 @@ each schedule, and the jobs finished per period."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from datetime import timedelta
 
-from rota.core.model import JobState, NewJob
-from rota.core.transitions import VerdictKind
+from rota.core.backoff import RetryPolicy
+from rota.core.model import AttemptError, JobState, NewJob, Progress, ProgressReport
+from rota.core.transitions import Verdict, VerdictKind, after_attempt
 from rota.store import Store
 from tests.conftest import START
 from tests.store.contract.support import claimed, new, outcome
@@ -43,6 +45,38 @@ def test_summaries_are_the_jobs_without_arguments_newest_first(store: Store) -> 
     assert summary.last_error is not None and summary.last_error.message == "boom"
     (running,) = store.reads.summaries(states=(JobState.RUNNING,))
     assert (running.id, running.lease_owner) == (d, "w1")
+
+
+def test_live_lists_the_lines_of_rota_jobs_newest_first(store: Store) -> None:
+    done, retried, held, running = store.jobs.enqueue(
+        [new(), new(max_attempts=3), new(queue="mail"), new(task="u")], START
+    )
+    store.jobs.complete("w1", [outcome(claimed(store, done), VerdictKind.SUCCEEDED)], START)
+    first = claimed(store, retried)
+    error = AttemptError(1, START, "EXECUTION_FAILED", "ValueError", "boom")
+    retry = after_attempt(
+        first, Verdict(VerdictKind.FAILED, error=error), START, RetryPolicy(), random.Random(0)
+    )
+    store.jobs.complete("w1", [retry], START)
+    store.cluster.set_queues_paused(["mail"], True, START)
+    job = claimed(store, running)
+    report = ProgressReport(running, job.attempt, Progress(0.5, "half"))
+    store.jobs.heartbeat("w1", [running], START, START + HOUR, [report])
+    lines = store.reads.live(store.cluster.paused_queues())
+    assert [(line.id, line.name, line.status) for line in lines] == [
+        (running, "u", "running"),
+        (held, "t", "paused"),
+        (retried, "t", "pending"),
+    ]
+    by_id = {line.id: line for line in lines}
+    assert (by_id[running].progress, by_id[running].next_run) == (Progress(0.5, "half"), None)
+    assert by_id[running].last_run == START and by_id[running].runs == 1
+    again = store.reads.job(retried)
+    assert again is not None and again.state is JobState.PENDING
+    assert (by_id[retried].failures, by_id[retried].runs) == (1, 1)
+    assert by_id[retried].next_run == again.run_at and by_id[retried].progress is None
+    assert [line.status for line in store.reads.live(set())][1] == "pending"
+    assert [line.id for line in store.reads.live(set(), limit=2)] == [running, held]
 
 
 def test_last_scheduled_is_the_newest_job_of_each_schedule(store: Store) -> None:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import datetime
 
-from rota.core.model import FINISHED_WINDOW, JobState, JobStatus
+from rota.core.model import FINISHED_WINDOW, JobStatus
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.store.base import Store
-from rota.store.values import JobSummary
-
-STATUS = {state: state.value for state in JobState}
-"""Each state's text, looked up: an enum member's ``value`` is a descriptor call, a cost seen
-when ``rota.jobs()`` lists a backlog of thousands."""
 
 
 def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
@@ -37,33 +31,14 @@ def schedule_status(schedule: Schedule, stats: ScheduleStats) -> JobStatus:
     )
 
 
-def job_status(job: JobSummary, paused_queues: Collection[str] = ()) -> JobStatus:
-    """A pending job in a paused queue shows as ``paused``: no worker will claim it."""
-    waits = job.state is JobState.PENDING and job.queue in paused_queues
-    return JobStatus(
-        id=job.id,
-        name=job.task,
-        cron=None,
-        status=STATUS[JobState.PAUSED if waits else job.state],
-        last_run=job.started_at,
-        next_run=job.run_at if job.state is JobState.PENDING else None,
-        runs=job.attempt,
-        failures=job.failures,
-        progress=job.progress if job.state is JobState.RUNNING else None,
-    )
-
-
 def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     """A status per schedule (disabled ones aside), then per pending, paused or running job,
     newest first: every one of them, or the newest ``limit`` jobs.  A schedule's runs and
     failures are those of its ticks in the ``FINISHED_WINDOW`` before ``now``.  Jobs are read
-    as summaries: a backlog of thousands is listed without reading their arguments."""
+    as their lines (``ReadStore.live``): a backlog of thousands is listed without reading their
+    arguments."""
     shown = (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
     schedules = store.schedules.all(shown)
     stats = store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
-    live = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-    active = store.reads.summaries(states=live, limit=limit) if limit != 0 else []
-    paused = store.cluster.paused_queues() if active else set()
-    return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + [
-        job_status(job, paused) for job in active
-    ]
+    active = store.reads.live(store.cluster.paused_queues(), limit) if limit != 0 else []
+    return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + active

@@ -3,11 +3,11 @@ and the pending jobs no live worker can take."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from rota.core.model import Job, JobState, Stranded
+from rota.core.model import Job, JobState, JobStatus, Stranded
 from rota.store.values import JobSummary
 
 DEPENDENTS_LISTED = 100
@@ -39,6 +39,13 @@ class ReadStore(Protocol):
         limit: int | None = 100,
     ) -> list[Job]:
         """Newest first; ``limit=None`` lists them all."""
+        ...
+
+    def live(self, paused_queues: Collection[str], limit: int | None = None) -> list[JobStatus]:
+        """The pending, paused and running jobs as ``Rota.jobs()`` lists them, newest first (the
+        newest ``limit``; ``None``: all), a pending job of ``paused_queues`` shown ``paused``.
+        Read from the columns a line shows only: a backlog of thousands is listed in one query
+        whose cost is the driver's decoding of its rows."""
         ...
 
     def summaries(
