@@ -3,7 +3,8 @@ whatever the backlog, locks only the rows it takes, and leaves the rest to a sec
 jobs scheduled ahead at a more urgent priority are not read at all.
 
 ``queue IN (...)`` read, sorted and (on MySQL) locked every pending row (issue 32); each queue
-now gives its own best rows from the claim index and the merged candidates are locked by id.
+now gives the keys of its best jobs from the claim index alone, and the best of them are read
+and locked by id (``ClaimCandidates.nearest``).
 A claim read its queue in priority order past every job not yet due at a more urgent priority;
 it now takes the priorities that hold due jobs one at a time (``ClaimCandidates.levels``).
 """
@@ -12,15 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from bench.scale_plans import rows_and_pages
-from sqlalchemy import text
+from sqlalchemy import Select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ClauseElement
 
 from rota import Rota
+from rota.core.limits import FlowLimits
 from rota.core.model import NewJob
+from rota.store.candidates import Level, by_level
 from rota.testing import FakeClock
 from tests.conftest import Database
 from tests.helpers import sql_store
@@ -77,6 +81,32 @@ def test_the_best_jobs_of_every_queue_come_first(rota: Rota, clock: FakeClock) -
     assert claim(rota, clock, ["a", "b", "c"], 10) == []
 
 
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "flow-limited"])
+def test_jobs_it_cannot_take_do_not_hide_those_behind_them(
+    rota: Rota, clock: FakeClock, limited: bool
+) -> None:
+    """Ahead of its own jobs, queue ``a`` holds more jobs of a task this worker does not run
+    than a claim reads the keys of: the claim still takes the best jobs it can, once each,
+    whether it updates the rows as it locks them or (flow control) locks them first."""
+    now = clock.now()
+    limits = {"noop": FlowLimits("noop", concurrency=100)} if limited else None
+
+    def job(task: str, queue: str, age: int) -> NewJob:
+        return NewJob(task, PAYLOAD, run_at=now - timedelta(seconds=age), queue=queue)
+
+    def claim_ages(limit: int) -> list[tuple[str, int]]:
+        until = now + timedelta(minutes=1)
+        taken = rota.store.jobs.claim("w", ["a", "b"], ["noop"], limit, now, until, limits)
+        return [(job.queue, round((now - job.run_at).total_seconds())) for job in taken]
+
+    jobs = [job("noop", "a", 100 - n) for n in range(3)]
+    jobs += [job("other", "a", 90 - n) for n in range(10)]
+    jobs += [job("noop", "a", 50 - n) for n in range(3)] + [job("noop", "b", 60)]
+    rota.store.jobs.enqueue(jobs, now)
+    assert claim_ages(6) == [("a", 100), ("a", 99), ("a", 98), ("b", 60), ("a", 50), ("a", 49)]
+    assert claim_ages(6) == [("a", 48)]
+
+
 def _fill(rota: Rota, clock: FakeClock, postgres: bool) -> None:
     """``BACKLOG`` due jobs over ``QUEUES``, then ``AHEAD`` and 1,000 due in ``ahead``, written
     by the server (``INSERT ... SELECT``), then ANALYZE (and VACUUM, as autovacuum would)."""
@@ -120,7 +150,8 @@ def _literal(rota: Rota, query: ClauseElement) -> str:
 
 def _claim_reads(rota: Rota, connection: Connection, queues: list[str], now: datetime) -> int:
     """The pages the statements of a claim of ``LIMIT`` on ``queues`` read, run as the claim
-    runs them (its levels, then a locking read per level until it is full) and rolled back."""
+    runs them (its levels, then the locking reads of each level until it is full) and rolled
+    back."""
     candidates = sql_store(rota).jobs.candidates
     candidates.task_sets.key(["noop"])  # as a claim writes its set before its transaction
     postgres = connection.dialect.name == "postgresql"
@@ -128,14 +159,18 @@ def _claim_reads(rota: Rota, connection: Connection, queues: list[str], now: dat
         _, read = rows_and_pages(
             connection, _literal(rota, candidates.levels_query(queues, now)), postgres
         )
-        taken = 0
-        for level in candidates.levels(connection, queues, now):
-            query = candidates.query(level.queues, ["noop"], LIMIT - taken, now, (), level.priority)
-            got, cost = rows_and_pages(connection, _literal(rota, query), postgres)
-            taken, read = taken + got, read + cost
-            if taken >= LIMIT:
-                break
-        assert taken == LIMIT
+
+        def lock(query: Select[Any]) -> list[dict[str, Any]]:
+            nonlocal read
+            sql = _literal(rota, query)
+            read += rows_and_pages(connection, sql, postgres)[1]
+            return [dict(row._mapping) for row in connection.execute(text(sql))]
+
+        def level_rows(level: Level, want: int) -> list[dict[str, Any]]:
+            return candidates.rows(level, ["noop"], want, now, (), lock)
+
+        taken = by_level(candidates.levels(connection, queues, now), LIMIT, level_rows)
+        assert len(taken) == LIMIT
         connection.rollback()
     return read
 
@@ -168,10 +203,10 @@ def test_a_claim_reads_and_locks_a_few_pages_per_queue_at_any_backlog(
         with store.engine.connect() as connection:
             read = _claim_reads(rota, connection, QUEUES, now)
             print(f"a claim across {len(QUEUES)} queues read {read} pages")
-            # Per queue: its index descent and best rows, each with a probe of its task's set,
-            # found again by id and the best locked; a few seeks per (queue, priority) for the
-            # levels.
-            assert read <= len(QUEUES) * (7 * LIMIT + 10) + 10 * len(QUEUES) * 5, read
+            # A few seeks per (queue, priority) for the levels, a few pages per queue for its
+            # best keys, and per job taken its row, found by id and locked, with a probe of its
+            # task's set (reading each queue's best rows read about 7 pages per row of them).
+            assert read <= 10 * len(QUEUES) * 5 + 10 * len(QUEUES) + 12 * LIMIT, read
             read = _claim_reads(rota, connection, ["ahead"], now)
             print(f"a claim beside {AHEAD:,} jobs ahead read {read} pages")
             # What 10 due jobs take; walking past the jobs ahead read hundreds of pages.
@@ -180,8 +215,7 @@ def test_a_claim_reads_and_locks_a_few_pages_per_queue_at_any_backlog(
         candidates.task_sets.key(["noop"])
         with store.engine.connect() as connection:
             (level, *_) = candidates.levels(connection, QUEUES, now)
-        query = candidates.query(level.queues, ["noop"], LIMIT, now, (), level.priority)
-        sql = _literal(rota, query)
+        sql = _literal(rota, candidates.nearest(level, ["noop"], LIMIT, now))
         with store.engine.connect() as first, store.engine.connect() as second:
             first.begin()
             taken = {row.id for row in first.execute(text(sql))}

@@ -32,6 +32,10 @@ from rota.store.task_sets import TaskSets, set_key
 
 T = TypeVar("T")
 
+REACH = 2
+"""A claim across several queues first reads the keys of ``REACH`` times the jobs it wants:
+room for a second claimer at the same moment, who finds the first one's rows locked, to take
+the next ones without reading every queue's best rows (``ClaimCandidates.nearest``)."""
 MAX_LEVELS = 500
 """(queue, priority) pairs a claim looks for at most: past that many (a backlog spread over
 hundreds of priorities), the claim reads each queue as one range, as it did before levels."""
@@ -104,6 +108,73 @@ class ClaimCandidates:
         due = earliest.scalar_subquery() <= now
         return select(step.c.queue, step.c.priority).where(due).limit(MAX_LEVELS)
 
+    def rows(
+        self,
+        level: Level,
+        tasks: Sequence[str],
+        want: int,
+        now: datetime,
+        also: Sequence[ColumnElement[bool]],
+        lock: Callable[[Select[Any]], list[dict[str, Any]]],
+    ) -> list[dict[str, Any]]:
+        """What a claim takes of ``level``: ``lock`` runs a locking read (``nearest``, then
+        ``query`` for what it left wanting) and gives its rows.
+
+        Across several queues, ``nearest`` reads only the index keys of the queues' best
+        candidates; the jobs it cannot take (another's task, a dependency not met, a row
+        another claimer holds) may hide more behind them, so a claim left short asks ``query``,
+        which reads every queue's best jobs, for the rest.
+        """
+        if len(level.queues) > 1:
+            taken = lock(self.nearest(level, tasks, want, now, also))
+            if len(taken) >= want:
+                return taken
+            if taken:
+                also = (*also, self.table.c.id.not_in([row["id"] for row in taken]))
+            return taken + lock(
+                self.query(level.queues, tasks, want - len(taken), now, also, level.priority)
+            )
+        return lock(self.query(level.queues, tasks, want, now, also, level.priority))
+
+    def nearest(
+        self,
+        level: Level,
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        also: Sequence[ColumnElement[bool]] = (),
+    ) -> Select[Any]:
+        """The best ``limit`` takeable jobs among the ``REACH * limit`` best due ones of
+        ``level``'s queues, found from the claim index alone and locked by id.
+
+        Each queue gives the keys of its best due jobs (priority, run_at, id: the claim index
+        holds them all, so neither server reads a row for them); merged, the best ``REACH *
+        limit`` are exactly the best of all the queues. Only their rows are read, in that order,
+        until ``limit`` are taken: a few pages a queue where reading each queue's best rows
+        read hundreds.
+        """
+        jobs = self.table
+        ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
+        reach = REACH * limit
+
+        def keys(queue: str) -> Select[Any]:
+            where = (*self.open([queue], now), *self._at(level.priority))
+            return select(*ordered).where(*where).order_by(*ordered).limit(reach)
+
+        branches = [keys(queue).subquery() for queue in level.queues]
+        merged = union_all(*(select(*branch.c) for branch in branches)).subquery()
+        best = select(*merged.c).order_by(*merged.c).limit(reach).subquery("candidates")
+        holds = self.task_sets.holds(set_key(tasks), jobs.c.task)
+        query = (
+            select(jobs)
+            .join(best, best.c.id == jobs.c.id)
+            .where(jobs.c.state == JobState.PENDING.value, holds)
+            .where(self.dependencies.satisfied(), *also)
+            .order_by(best.c.priority, best.c.run_at, best.c.id)
+            .limit(limit)
+        )
+        return self.database.dialect.lock_for_claim(query, of=jobs)
+
     def query(
         self,
         queues: Sequence[str],
@@ -114,7 +185,7 @@ class ClaimCandidates:
         priority: int | None = None,
     ) -> Select[Any]:
         """The rows a claim takes and locks (``also``: more conditions, as flow control adds),
-        at ``priority`` (a level) or at any.
+        at ``priority`` (a level) or at any, read from every queue's best takeable jobs.
 
         One queue is one range of the claim index, read in priority and time order and locked
         as it is read, so a claim reads and locks the rows it takes. For several queues no index
@@ -125,10 +196,10 @@ class ClaimCandidates:
         """
         jobs = self.table
         ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
-        level = () if priority is None else (jobs.c.priority == priority,)
 
         def best(names: Sequence[str]) -> Select[Any]:
-            where = (*self.due(names, tasks, now), *level, self.dependencies.satisfied(), *also)
+            where = (*self.due(names, tasks, now), *self._at(priority))
+            where = (*where, self.dependencies.satisfied(), *also)
             return select(jobs).where(*where).order_by(*ordered).limit(limit)
 
         dialect = self.database.dialect
@@ -156,9 +227,11 @@ class ClaimCandidates:
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` candidates of ``levels``, read and locked level by level."""
 
-        def rows(level: Level, want: int) -> list[dict[str, Any]]:
-            query = self.query(level.queues, tasks, want, now, also, level.priority)
+        def lock(query: Select[Any]) -> list[dict[str, Any]]:
             return [dict(row._mapping) for row in connection.execute(query)]
+
+        def rows(level: Level, want: int) -> list[dict[str, Any]]:
+            return self.rows(level, tasks, want, now, also, lock)
 
         return by_level(levels, limit, rows)
 
@@ -175,6 +248,11 @@ class ClaimCandidates:
         named by their set (``task_sets``), whose rows must be written first, in a
         transaction of their own: the claim and the look ask ``task_sets.key`` before theirs.
         """
+        return [*self.open(queues, now), self.task_sets.holds(set_key(tasks), self.table.c.task)]
+
+    def open(self, queues: Sequence[str], now: datetime) -> list[ColumnElement[bool]]:
+        """A pending job of this namespace in an open queue of ``queues`` whose time has come:
+        the conditions of ``due`` that the claim index answers alone."""
         jobs = self.table
         queue_match = jobs.c.queue == queues[0] if len(queues) == 1 else jobs.c.queue.in_(queues)
         return [
@@ -183,8 +261,11 @@ class ClaimCandidates:
             queue_match,
             jobs.c.queue.not_in(paused_names(self.database)),
             jobs.c.run_at <= now,
-            self.task_sets.holds(set_key(tasks), jobs.c.task),
         ]
+
+    def _at(self, priority: int | None) -> tuple[ColumnElement[bool], ...]:
+        """A level's priority as a condition (none for a level of every priority)."""
+        return () if priority is None else (self.table.c.priority == priority,)
 
 
 def by_level(levels: Sequence[Level], limit: int, take: Callable[[Level, int], list[T]]) -> list[T]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, Update, and_, case, select, true, update
+from sqlalchemy import Select, Table, Update, and_, case, select, true, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -123,10 +123,11 @@ class SqlJobs:
                 claimed = self.flow.claim(connection, take, flows, limit, now, values)
             else:
 
-                def claim(level: Level, want: int) -> list[dict[str, Any]]:
-                    at = level.priority
-                    query = self.candidates.query(level.queues, tasks, want, now, (), at)
+                def lock(query: Select[Any]) -> list[dict[str, Any]]:
                     return self.database.dialect.claim(connection, self.table, query, values)
+
+                def claim(level: Level, want: int) -> list[dict[str, Any]]:
+                    return self.candidates.rows(level, tasks, want, now, (), lock)
 
                 claimed = by_level(levels, limit, claim)
             jobs = [to_job(row) for row in claimed]

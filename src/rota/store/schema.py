@@ -45,8 +45,9 @@ never meet the key, not even two of them at a tick's own moment.  A schedule is 
 namespace, so its ticks are too."""
 TASK_SET_KEY_LENGTH = 64
 """A task set's key: the SHA-256 of its sorted names, in hex (``store.task_sets``)."""
-CLAIM_INDEX = ("namespace", "state", "queue", "priority", "run_at")
-"""A worker claims the due jobs of its own namespace, by queue, in priority and time order."""
+CLAIM_INDEX = ("namespace", "state", "queue", "priority", "run_at", "id")
+"""A worker claims the due jobs of its own namespace, by queue, in priority, time and id order:
+the index holds the whole order, so a claim across queues reads their best keys from it alone."""
 UNIQUE_KEY = ("namespace", "task", "unique_key")
 """A unique key is scoped per task, and a task per namespace."""
 
