@@ -7,7 +7,7 @@ InnoDB keeps the primary key in every secondary index already: on MySQL and Mari
 holds what it held, and naming the column lets the optimizer read its order there. The index is
 replaced in one ``ALTER TABLE`` (in place, writes go on meanwhile), so that no claim runs
 without it. PostgreSQL builds the new index in the migration's transaction, which holds writes
-to the jobs table meanwhile (about a second per million jobs here).
+to the jobs table meanwhile (11 s for 5,000,000 jobs here; 12 s in place on MariaDB).
 
 Revision ID: 0015
 Revises: 0014
