@@ -56,7 +56,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", default=MYSQL_URL, help="an account that may create users")
     parser.add_argument("--processes", type=int, default=100)
-    parser.add_argument("--settle", type=float, default=30.0, help="seconds after the last start")
+    parser.add_argument("--settle", type=float, default=60.0, help="seconds after the first start")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     options = parser.parse_args()

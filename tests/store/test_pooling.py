@@ -6,7 +6,9 @@ is done once on a new connection (issue 18; ``rota.store.dialects.pooling``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import event, func, select, text
@@ -221,3 +223,67 @@ def test_an_idle_process_keeps_one_connection(rota: Rota, server_db: Database) -
     for connection in burst:
         connection.close()
     assert pool.checkedin() == 2, "busy again: both kept"
+
+
+def _spied_waits(pool: pooling.RetiringPool) -> threading.Event:
+    """An event set when a checkout starts waiting for a connection in use to come back."""
+    waiting, returned = threading.Event(), pool._returned
+
+    def spy() -> Any:
+        waiting.set()
+        return returned()
+
+    pool._returned = spy  # type: ignore[method-assign]
+    return waiting
+
+
+def test_a_burst_of_short_transactions_shares_one_connection(rota: Rota) -> None:
+    """A checkout that finds every connection in another thread's hands waits for one to come
+    back before opening its own, so the loops of a starting worker share one connection; a
+    thread that already holds one never waits for itself; a connection held longer than the
+    wait leaves the checkout to open another."""
+    engine = sql_store(rota).engine
+    engine.dispose()
+    pool = engine.pool
+    assert isinstance(pool, pooling.RetiringPool)
+    pool.burst_wait = 30.0
+    waiting = _spied_waits(pool)
+    first = engine.connect()
+    first.exec_driver_sql("SELECT 1")
+    held = first.connection.dbapi_connection
+    got: list[object] = []
+
+    def checkout() -> None:
+        with engine.connect() as connection:
+            got.append(connection.connection.dbapi_connection)
+
+    other = threading.Thread(target=checkout)
+    other.start()
+    assert waiting.wait(30), "the other thread did not wait"
+    first.close()
+    other.join()
+    assert got == [held] and pool.checkedin() == 1, "one connection served both"
+    waiting.clear()
+    with engine.connect() as outer, engine.connect() as inner:
+        assert not waiting.is_set(), "a thread holding a connection waited for itself"
+        assert outer.connection.dbapi_connection is not inner.connection.dbapi_connection
+    engine.dispose()  # none left waiting in the pool
+    pool = engine.pool
+    assert isinstance(pool, pooling.RetiringPool)
+    pool.burst_wait = 0.01
+    waiting = _spied_waits(pool)
+    release, taken = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+            taken.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(30)
+    with engine.connect() as connection:
+        assert waiting.is_set() and connection.exec_driver_sql("SELECT 1").scalar_one() == 1
+    release.set()
+    holder.join()

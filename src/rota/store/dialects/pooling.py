@@ -19,6 +19,8 @@ single ``queue()`` (``INSERT`` + ``COMMIT``) that doubled the work (issue 18). H
 * an idle process keeps one connection (``RetiringPool``): the others a burst opened (start-up
   runs several loops at once) are closed once one at a time has been enough for a while, so a
   fleet of idle workers holds one connection each.
+* a burst of short transactions shares the connections already open (``BURST_WAIT``): a
+  starting worker's loops, whose first passes run at once, no longer open one each.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, PoolResetState, QueuePool
+from sqlalchemy.util import queue as sqla_queue
 
 from rota.core.events import EventName
 from rota.store.events import EventSink
@@ -46,6 +49,11 @@ RETIRE_AFTER = 10.0
 """Seconds a connection may wait in the pool unused before one returned meanwhile is closed
 instead of kept: a busy worker, whose loops overlap all the time, keeps its connections; an idle
 one keeps the one its look uses, and a fleet of workers started together soon holds one each."""
+BURST_WAIT = 0.1
+"""Seconds a checkout waits for a connection another thread is using to come back before it
+opens one more: the loops of a starting worker all begin at once, and each, opening its own,
+made a fleet of workers started together reach ``max_connections``. A burst of short
+transactions now shares one connection; a long one still gets its own after the wait."""
 QUEUE_POOL_LOGGER = "sqlalchemy.pool.impl.QueuePool"
 STANDALONE = "rota_standalone"
 """The execution option of a connection whose one statement runs in autocommit mode."""
@@ -61,6 +69,7 @@ class RetiringPool(QueuePool):
     one waiting is the one not needed; it serves the next checkout instead)."""
 
     clock: Callable[[], float] = staticmethod(time.monotonic)
+    burst_wait: float = BURST_WAIT
 
     def __init__(self, *args: Any, **options: Any) -> None:
         super().__init__(*args, **options)
@@ -68,17 +77,37 @@ class RetiringPool(QueuePool):
         self.logger = logging.getLogger(QUEUE_POOL_LOGGER)
         self._waiting: dict[ConnectionPoolEntry, float] = {}
         """The connections in the pool, and since when each has waited there."""
+        self._holders: dict[ConnectionPoolEntry, int] = {}
+        """The connections in use, and the thread that checked each out."""
         self._lock = threading.Lock()
 
     def _do_get(self) -> ConnectionPoolEntry:
-        record = super()._do_get()
+        record = self._returned() if self._shared_soon() else None
+        record = record or super()._do_get()
         with self._lock:
             self._waiting.pop(record, None)
+            self._holders[record] = threading.get_ident()
         return record
+
+    def _shared_soon(self) -> bool:
+        """Whether a checkout should wait for a connection in use to come back: none waits in
+        the pool, and those in use are all another thread's (a thread that holds one and asks
+        for another would wait for itself)."""
+        with self._lock:
+            holders = set(self._holders.values())
+        waiting = self._pool.empty() and self.checkedout() > 0
+        return waiting and bool(holders) and threading.get_ident() not in holders
+
+    def _returned(self) -> ConnectionPoolEntry | None:
+        try:
+            return self._pool.get(True, self.burst_wait)
+        except sqla_queue.Empty:
+            return None
 
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
         now = self.clock()
         with self._lock:
+            self._holders.pop(record, None)
             unused = any(now - since > RETIRE_AFTER for since in self._waiting.values())
             if not unused:
                 self._waiting[record] = now
