@@ -347,7 +347,9 @@ class Worker:
             )
             self.holdings.add(job.id for job in jobs)
             kept = await self.housekeeping.still_held(jobs, until)
-            self.holdings.discard(job.id for job in jobs if job not in kept)
+            # By id: a ``Job``'s own ``==`` compares its every field, 50 times a job here.
+            held = {job.id for job in kept}
+            self.holdings.discard(job.id for job in jobs if job.id not in held)
             for job in kept:
                 self._launch(job, index)
             claimed += len(jobs)
