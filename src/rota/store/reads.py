@@ -20,7 +20,7 @@ from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
-from rota.store.rows import WAITING, _attempt_errors, _progress, in_states, to_job
+from rota.store.rows import RUNNING, WAITING, _attempt_errors, _progress, in_states, to_job
 from rota.store.values import JobSummary
 from rota.store.windows import FinishedWindows
 
@@ -36,7 +36,7 @@ LIVE_COLUMNS = [
 """The columns a line of ``Rota.jobs()`` is made of: fewer than a summary's, as it lists every
 live job."""
 LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-PENDING, PAUSED, RUNNING = (state.value for state in LIVE_STATES)
+PENDING, PAUSED = WAITING
 
 
 class SqlReads:
@@ -110,10 +110,13 @@ class SqlReads:
             query = query.where(self.table.c.id == job_id)
         return [to_summary(row) for row in self.database.fetch(query)]
 
-    def live(self, paused_queues: Collection[str], limit: int | None = None) -> list[JobStatus]:
+    def live(self, limit: int | None = None) -> list[JobStatus]:
+        """The paused queues are read only when a pending job is listed."""
         columns = select(*(self.table.c[name] for name in LIVE_COLUMNS))
-        query = self._newest(columns, LIVE_STATES, None, None, limit)
-        return [to_status(row, paused_queues) for row in self.database.fetch(query)]
+        rows = self.database.fetch(self._newest(columns, LIVE_STATES, None, None, limit))
+        waiting = any(row.state == PENDING for row in rows)
+        paused = self.cluster.paused_queues() if waiting else set()
+        return [to_status(row, paused) for row in rows]
 
     def last_scheduled(self) -> dict[str, JobSummary]:
         """One query: the rows whose id is the largest of their schedule."""

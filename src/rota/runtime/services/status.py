@@ -40,5 +40,5 @@ def statuses(store: Store, limit: int | None, now: datetime) -> list[JobStatus]:
     shown = (ScheduleState.ACTIVE, ScheduleState.PAUSED, ScheduleState.CANCELLED)
     schedules = store.schedules.all(shown)
     stats = store.schedules.stats(now - FINISHED_WINDOW) if schedules else {}
-    active = store.reads.live(store.cluster.paused_queues(), limit) if limit != 0 else []
+    active = store.reads.live(limit) if limit != 0 else []
     return [schedule_status(s, stats.get(s.name, ScheduleStats())) for s in schedules] + active

@@ -3,7 +3,7 @@ and the pending jobs no live worker can take."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -41,9 +41,9 @@ class ReadStore(Protocol):
         """Newest first; ``limit=None`` lists them all."""
         ...
 
-    def live(self, paused_queues: Collection[str], limit: int | None = None) -> list[JobStatus]:
+    def live(self, limit: int | None = None) -> list[JobStatus]:
         """The pending, paused and running jobs as ``Rota.jobs()`` lists them, newest first (the
-        newest ``limit``; ``None``: all), a pending job of ``paused_queues`` shown ``paused``.
+        newest ``limit``; ``None``: all), a pending job of a paused queue shown ``paused``.
         Read from the columns a line shows only: a backlog of thousands is listed in one query
         whose cost is the driver's decoding of its rows."""
         ...
