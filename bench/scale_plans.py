@@ -12,6 +12,7 @@ into InnoDB) count in no row figure, not even MariaDB's ``Handler_read_*``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -21,7 +22,6 @@ from sqlalchemy.engine import Connection
 
 from bench.scale_data import TASKS, Case, sql
 from rota import Rota
-from rota.store.candidates import Level, by_level
 
 LIMIT = 50
 
@@ -33,6 +33,8 @@ class Reads:
     """Rows the claim's statements returned: the levels, then the jobs taken."""
     read: int
     """Pages: PostgreSQL's shared buffers, MariaDB's InnoDB pages accessed."""
+    taken: int
+    """Jobs the claim took."""
 
 
 def _sql(rota: Rota, query: Select[Any]) -> str:
@@ -65,34 +67,39 @@ def _pages_accessed(node: object) -> int:
     return int(own) + sum(_pages_accessed(value) for value in node.values())
 
 
-def claim_reads(rota: Rota, case: Case) -> Reads:
-    """The statements of a claim of ``LIMIT`` on ``case``'s queues, run and rolled back."""
+def claim_reads(
+    rota: Rota,
+    queues: Sequence[str],
+    tasks: Sequence[str] = TASKS,
+    limit: int = LIMIT,
+    now: datetime | None = None,
+) -> Reads:
+    """The statements of a claim of ``limit`` of ``tasks`` on ``queues``, run as the claim
+    runs them (its levels, then the locking reads of each level until it is full), measured,
+    and rolled back."""
     store = sql(rota)
     candidates = store.jobs.candidates
-    candidates.task_sets.key(TASKS)  # as a claim writes its set before its transaction
+    candidates.task_sets.key(tasks)  # as a claim writes its set before its transaction
     postgres = store.engine.dialect.name == "postgresql"
-    now = datetime.now(timezone.utc)
+    now = now or datetime.now(timezone.utc)
     with store.engine.connect() as connection:
         connection.begin()
         rows, read = rows_and_pages(
-            connection, _sql(rota, candidates.levels_query(case.queues, now)), postgres
+            connection, _sql(rota, candidates.levels_query(queues, now)), postgres
         )
         statements = 1
 
-        def lock(query: Select[Any]) -> list[dict[str, Any]]:
+        def measured(query: Select[Any]) -> list[dict[str, Any]]:
             nonlocal statements, read
             statement = _sql(rota, query)
             read += rows_and_pages(connection, statement, postgres)[1]
             statements += 1
             return [dict(row._mapping) for row in connection.execute(text(statement))]
 
-        def level_rows(level: Level, want: int) -> list[dict[str, Any]]:
-            return candidates.rows(level, TASKS, want, now, (), lock)
-
-        levels = candidates.levels(connection, case.queues, now)
-        taken = len(by_level(levels, LIMIT, level_rows))
+        levels = candidates.levels(connection, queues, now)
+        taken = len(candidates.take(connection, levels, tasks, limit, now, (), measured))
         connection.rollback()
-    return Reads(statements, rows + taken, read)
+    return Reads(statements, rows + taken, read, taken)
 
 
 def bound(case: Case) -> int:
@@ -114,7 +121,7 @@ def check(small: Rota, large: Rota, backend: str, case: Case) -> None:
     does not grow with the backlog. The pages at the ``small`` one are printed beside: they
     may be fewer by more than the backlog explains, where PostgreSQL finds the candidates by
     one merge join over the small table's primary key instead of a lookup each."""
-    reads, base = claim_reads(large, case), claim_reads(small, case)
+    reads, base = claim_reads(large, case.queues), claim_reads(small, case.queues)
     limit = bound(case)
     verdict = "ok" if reads.read <= limit else "OVER"
     print(

@@ -12,19 +12,17 @@ it now takes the priorities that hold due jobs one at a time (``ClaimCandidates.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 import pytest
-from bench.scale_plans import rows_and_pages
-from sqlalchemy import Select, text
+from bench.scale_plans import claim_reads
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ClauseElement
 
 from rota import Rota
 from rota.core.limits import FlowLimits
 from rota.core.model import NewJob
-from rota.store.candidates import Level, by_level
 from rota.testing import FakeClock
 from tests.conftest import Database
 from tests.helpers import sql_store
@@ -148,33 +146,6 @@ def _literal(rota: Rota, query: ClauseElement) -> str:
     return str(query.compile(engine, compile_kwargs={"literal_binds": True}))
 
 
-def _claim_reads(rota: Rota, connection: Connection, queues: list[str], now: datetime) -> int:
-    """The pages the statements of a claim of ``LIMIT`` on ``queues`` read, run as the claim
-    runs them (its levels, then the locking reads of each level until it is full) and rolled
-    back."""
-    candidates = sql_store(rota).jobs.candidates
-    candidates.task_sets.key(["noop"])  # as a claim writes its set before its transaction
-    postgres = connection.dialect.name == "postgresql"
-    with connection.begin():
-        _, read = rows_and_pages(
-            connection, _literal(rota, candidates.levels_query(queues, now)), postgres
-        )
-
-        def lock(query: Select[Any]) -> list[dict[str, Any]]:
-            nonlocal read
-            sql = _literal(rota, query)
-            read += rows_and_pages(connection, sql, postgres)[1]
-            return [dict(row._mapping) for row in connection.execute(text(sql))]
-
-        def level_rows(level: Level, want: int) -> list[dict[str, Any]]:
-            return candidates.rows(level, ["noop"], want, now, (), lock)
-
-        taken = by_level(candidates.levels(connection, queues, now), LIMIT, level_rows)
-        assert len(taken) == LIMIT
-        connection.rollback()
-    return read
-
-
 def _locked(connection: Connection, rota: Rota) -> int:
     """Rows another transaction holds: those a locking read skips."""
     jobs = sql_store(rota).schema.jobs.name
@@ -200,17 +171,18 @@ def test_a_claim_reads_and_locks_a_few_pages_per_queue_at_any_backlog(
     try:
         _fill(rota, clock, postgres)
         now = clock.now()
-        with store.engine.connect() as connection:
-            read = _claim_reads(rota, connection, QUEUES, now)
-            print(f"a claim across {len(QUEUES)} queues read {read} pages")
-            # A few seeks per (queue, priority) for the levels, a few pages per queue for its
-            # best keys, and per job taken its row, found by id and locked, with a probe of its
-            # task's set (reading each queue's best rows read about 7 pages per row of them).
-            assert read <= 10 * len(QUEUES) * 5 + 10 * len(QUEUES) + 12 * LIMIT, read
-            read = _claim_reads(rota, connection, ["ahead"], now)
-            print(f"a claim beside {AHEAD:,} jobs ahead read {read} pages")
-            # What 10 due jobs take; walking past the jobs ahead read hundreds of pages.
-            assert read <= 12 * LIMIT + 30, read
+        reads = claim_reads(rota, QUEUES, ["noop"], LIMIT, now)
+        print(f"a claim across {len(QUEUES)} queues read {reads.read} pages")
+        assert reads.taken == LIMIT
+        # A few seeks per (queue, priority) for the levels, a few pages per queue for its best
+        # keys, and per job taken its row, found by id and locked, with a probe of its task's
+        # set (reading each queue's best rows read about 7 pages per row of them).
+        assert reads.read <= 10 * len(QUEUES) * 5 + 10 * len(QUEUES) + 12 * LIMIT, reads.read
+        reads = claim_reads(rota, ["ahead"], ["noop"], LIMIT, now)
+        print(f"a claim beside {AHEAD:,} jobs ahead read {reads.read} pages")
+        assert reads.taken == LIMIT
+        # What 10 due jobs take; walking past the jobs ahead read hundreds of pages.
+        assert reads.read <= 12 * LIMIT + 30, reads.read
         candidates = store.jobs.candidates
         candidates.task_sets.key(["noop"])
         with store.engine.connect() as connection:

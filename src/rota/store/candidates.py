@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, func, literal, select, union_all
+from sqlalchemy import Select, Subquery, func, literal, select, union_all
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -108,6 +108,28 @@ class ClaimCandidates:
         due = earliest.scalar_subquery() <= now
         return select(step.c.queue, step.c.priority).where(due).limit(MAX_LEVELS)
 
+    def take(
+        self,
+        connection: Connection,
+        levels: Sequence[Level],
+        tasks: Sequence[str],
+        limit: int,
+        now: datetime,
+        also: Sequence[ColumnElement[bool]] = (),
+        lock: Callable[[Select[Any]], list[dict[str, Any]]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` candidates of ``levels``, read and locked level by level: ``lock``
+        runs each locking read and gives its rows (by default it reads them; a claim also
+        updates them as it goes)."""
+
+        def read(query: Select[Any]) -> list[dict[str, Any]]:
+            return [dict(row._mapping) for row in connection.execute(query)]
+
+        def rows(level: Level, want: int) -> list[dict[str, Any]]:
+            return self.rows(level, tasks, want, now, also, lock or read)
+
+        return by_level(levels, limit, rows)
+
     def rows(
         self,
         level: Level,
@@ -125,16 +147,15 @@ class ClaimCandidates:
         another claimer holds) may hide more behind them, so a claim left short asks ``query``,
         which reads every queue's best jobs, for the rest.
         """
+        taken: list[dict[str, Any]] = []
         if len(level.queues) > 1:
             taken = lock(self.nearest(level, tasks, want, now, also))
             if len(taken) >= want:
                 return taken
             if taken:
                 also = (*also, self.table.c.id.not_in([row["id"] for row in taken]))
-            return taken + lock(
-                self.query(level.queues, tasks, want - len(taken), now, also, level.priority)
-            )
-        return lock(self.query(level.queues, tasks, want, now, also, level.priority))
+        query = self.query(level.queues, tasks, want - len(taken), now, also, level.priority)
+        return taken + lock(query)
 
     def nearest(
         self,
@@ -153,27 +174,16 @@ class ClaimCandidates:
         until ``limit`` are taken: a few pages a queue where reading each queue's best rows
         read hundreds.
         """
-        jobs = self.table
-        ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
-        reach = REACH * limit
+        ordered, reach = self._ordered(), REACH * limit
 
         def keys(queue: str) -> Select[Any]:
             where = (*self.open([queue], now), *self._at(level.priority))
             return select(*ordered).where(*where).order_by(*ordered).limit(reach)
 
-        branches = [keys(queue).subquery() for queue in level.queues]
-        merged = union_all(*(select(*branch.c) for branch in branches)).subquery()
+        merged = self._merged([keys(queue) for queue in level.queues])
         best = select(*merged.c).order_by(*merged.c).limit(reach).subquery("candidates")
-        holds = self.task_sets.holds(set_key(tasks), jobs.c.task)
-        query = (
-            select(jobs)
-            .join(best, best.c.id == jobs.c.id)
-            .where(jobs.c.state == JobState.PENDING.value, holds)
-            .where(self.dependencies.satisfied(), *also)
-            .order_by(best.c.priority, best.c.run_at, best.c.id)
-            .limit(limit)
-        )
-        return self.database.dialect.lock_for_claim(query, of=jobs)
+        holds = self.task_sets.holds(set_key(tasks), self.table.c.task)
+        return self._locked_in_order(best, limit, (holds, self.dependencies.satisfied(), *also))
 
     def query(
         self,
@@ -194,46 +204,42 @@ class ClaimCandidates:
         its own best ``limit`` unlocked, and the rows are locked by id in the order of the
         merged candidates: a row another claimer holds is skipped for the next candidate.
         """
-        jobs = self.table
-        ordered = (jobs.c.priority, jobs.c.run_at, jobs.c.id)
+        ordered = self._ordered()
 
         def best(names: Sequence[str]) -> Select[Any]:
             where = (*self.due(names, tasks, now), *self._at(priority))
             where = (*where, self.dependencies.satisfied(), *also)
-            return select(jobs).where(*where).order_by(*ordered).limit(limit)
+            return select(self.table).where(*where).order_by(*ordered).limit(limit)
 
-        dialect = self.database.dialect
         if len(queues) == 1:
-            return dialect.lock_for_claim(best(queues))
-        branches = [best([queue]).with_only_columns(*ordered).subquery() for queue in queues]
-        merged = union_all(*(select(*branch.c) for branch in branches)).subquery("candidates")
+            return self.database.dialect.lock_for_claim(best(queues))
+        branches = [best([queue]).with_only_columns(*ordered) for queue in queues]
+        return self._locked_in_order(self._merged(branches, "candidates"), limit, ())
+
+    def _ordered(self) -> tuple[ColumnElement[Any], ...]:
+        """The order a claim takes jobs in, which the claim index holds whole."""
+        jobs = self.table
+        return (jobs.c.priority, jobs.c.run_at, jobs.c.id)
+
+    def _merged(self, branches: Sequence[Select[Any]], name: str | None = None) -> Subquery:
+        """The keys (priority, run_at, id) each of ``branches`` gives, together."""
+        subqueries = [branch.subquery() for branch in branches]
+        return union_all(*(select(*subquery.c) for subquery in subqueries)).subquery(name)
+
+    def _locked_in_order(
+        self, keys: Subquery, limit: int, where: Sequence[ColumnElement[bool]]
+    ) -> Select[Any]:
+        """The best ``limit`` pending jobs of ``keys`` meeting ``where``, read by id in the
+        keys' order and locked as they are read (a row another claimer holds is skipped)."""
+        jobs = self.table
         query = (
             select(jobs)
-            .join(merged, merged.c.id == jobs.c.id)
-            .where(jobs.c.state == JobState.PENDING.value)
-            .order_by(merged.c.priority, merged.c.run_at, merged.c.id)
+            .join(keys, keys.c.id == jobs.c.id)
+            .where(jobs.c.state == JobState.PENDING.value, *where)
+            .order_by(*keys.c)
             .limit(limit)
         )
-        return dialect.lock_for_claim(query, of=jobs)
-
-    def take(
-        self,
-        connection: Connection,
-        levels: Sequence[Level],
-        tasks: Sequence[str],
-        limit: int,
-        now: datetime,
-        also: Sequence[ColumnElement[bool]] = (),
-    ) -> list[dict[str, Any]]:
-        """Up to ``limit`` candidates of ``levels``, read and locked level by level."""
-
-        def lock(query: Select[Any]) -> list[dict[str, Any]]:
-            return [dict(row._mapping) for row in connection.execute(query)]
-
-        def rows(level: Level, want: int) -> list[dict[str, Any]]:
-            return self.rows(level, tasks, want, now, also, lock)
-
-        return by_level(levels, limit, rows)
+        return self.database.dialect.lock_for_claim(query, of=jobs)
 
     def due(
         self, queues: Sequence[str], tasks: Sequence[str], now: datetime

@@ -19,7 +19,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from rota.core.limits import FlowLimits
 from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
-from rota.store.candidates import ClaimCandidates, Level, by_level
+from rota.store.candidates import ClaimCandidates
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
 from rota.store.limits import FlowClaims
@@ -126,10 +126,7 @@ class SqlJobs:
                 def lock(query: Select[Any]) -> list[dict[str, Any]]:
                     return self.database.dialect.claim(connection, self.table, query, values)
 
-                def claim(level: Level, want: int) -> list[dict[str, Any]]:
-                    return self.candidates.rows(level, tasks, want, now, (), lock)
-
-                claimed = by_level(levels, limit, claim)
+                claimed = self.candidates.take(connection, levels, tasks, limit, now, (), lock)
             jobs = [to_job(row) for row in claimed]
             return sorted(jobs, key=lambda job: (job.priority, job.run_at, job.id))
 

@@ -95,8 +95,8 @@ class RetiringPool(QueuePool):
         for another would wait for itself)."""
         with self._lock:
             holders = set(self._holders.values())
-        waiting = self._pool.empty() and self.checkedout() > 0
-        return waiting and bool(holders) and threading.get_ident() not in holders
+        all_in_use = self._pool.empty() and self.checkedout() > 0
+        return all_in_use and bool(holders) and threading.get_ident() not in holders
 
     def _returned(self) -> ConnectionPoolEntry | None:
         try:
