@@ -16,15 +16,16 @@ from datetime import timedelta
 
 import pytest
 from bench.scale_plans import claim_reads
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.sql import ClauseElement
 
 from rota import Rota
 from rota.core.limits import FlowLimits
 from rota.core.model import NewJob
+from rota.store.urls import normalise_url
 from rota.testing import FakeClock
-from tests.conftest import Database
+from tests.conftest import Database, drop_prefixed_tables
 from tests.helpers import sql_store
 
 PAYLOAD = '{"v":1,"args":[],"kwargs":{}}'
@@ -49,6 +50,32 @@ def rota(db: Database, clock: FakeClock) -> Iterator[Rota]:
     rota = serving_noop(db, clock)
     yield rota
     rota.store.dispose()
+
+
+@pytest.fixture
+def settled_db(server_db: Database) -> Iterator[Database]:
+    """``server_db``, but on PostgreSQL in a database no other test uses. VACUUM marks a page
+    all-visible only once no transaction of the same database may still see it otherwise: the
+    other test processes' transactions kept pages unmarked, and then the index-only reads of
+    the claim fetched heap pages too (1,473 pages read instead of about 800)."""
+    if server_db.backend != "postgres":
+        yield server_db
+        return
+    url = make_url(server_db.url)
+    own = url.set(database=f"{url.database}_settled")
+    engine = create_engine(normalise_url(server_db.url), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            known = "SELECT 1 FROM pg_database WHERE datname = :name"
+            if connection.execute(text(known), {"name": own.database}).first() is None:
+                connection.execute(text(f'CREATE DATABASE "{own.database}"'))
+    finally:
+        engine.dispose()
+    database = Database(
+        server_db.backend, own.render_as_string(hide_password=False), server_db.prefix
+    )
+    yield database
+    drop_prefixed_tables(database.url, database.prefix)
 
 
 def claim(rota: Rota, clock: FakeClock, queues: list[str], limit: int) -> list[tuple[str, int]]:
@@ -159,14 +186,14 @@ def _locked(connection: Connection, rota: Rota) -> int:
 
 @pytest.mark.slow
 def test_a_claim_reads_and_locks_a_few_pages_per_queue_at_any_backlog(
-    server_db: Database, clock: FakeClock
+    settled_db: Database, clock: FakeClock
 ) -> None:
     """At 100,000 due jobs over 20 queues and 5 priorities, a claim reads a few pages per
     queue, locks the rows it takes and no other (``information_schema.innodb_trx``, and another
     transaction's ``SKIP LOCKED``), and a second claimer gets as many; beside 50,000 jobs a day
     ahead at a more urgent priority, a claim does not read them."""
-    rota = serving_noop(server_db, clock)
-    postgres = server_db.backend == "postgres"
+    rota = serving_noop(settled_db, clock)
+    postgres = settled_db.backend == "postgres"
     store = sql_store(rota)
     try:
         _fill(rota, clock, postgres)
