@@ -1,4 +1,4 @@
-"""The service the throughput and latency benchmarks run under ``rota worker``: two tasks.
+"""The service the throughput and latency benchmarks run under ``rota worker``: three tasks.
 
 No task here has a flow limit, so its worker claims on the plain path; the flow benchmark's
 worker (``bench.flow_app``) has the limited ones.
@@ -22,6 +22,11 @@ app = Rota(
 @app.task(retries=0)
 async def noop(ctx: JobContext) -> None:
     """No work at all: what is measured is rota's own cost per job."""
+
+
+@app.task(retries=0)
+def noop_sync(ctx: JobContext) -> None:
+    """No work, in the worker's threads: what a sync handler adds to a job's cost."""
 
 
 @app.task(retries=0)

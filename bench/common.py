@@ -85,6 +85,18 @@ def rss_mb(pid: int) -> float:
     return _status_kb(pid, "VmRSS") / 1024
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU the live processes ``pids`` used so far (``/proc/<pid>/stat``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            # After the command's name, which may hold spaces: utime and stime are fields 14, 15.
+            fields = stat.read().rpartition(")")[2].split()
+        used += int(fields[11]) + int(fields[12])
+    return used / ticks
+
+
 def _status_kb(pid: int, key: str) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import event, func, insert, select, text, update
 from sqlalchemy.engine import Engine
 
-from bench.common import Config, Result, peak_rss_mb, rss_mb, stopwatch, summary
+from bench.common import Config, Result, cpu_seconds, peak_rss_mb, rss_mb, stopwatch, summary
 from rota import Enqueue, JobContext, Rota
 from rota.core.model import NewJob
 from rota.store import open_store
@@ -47,6 +47,9 @@ def fresh(config: Config, backend: str, **options: Any) -> Iterator[tuple[Rota, 
 
     @rota.task(name="noop", retries=0)
     async def noop(ctx: JobContext) -> None: ...
+
+    @rota.task(name="noop_sync", retries=0)
+    def noop_sync(ctx: JobContext) -> None: ...
 
     @rota.task(name="sleep10", retries=0)
     async def sleep10(ctx: JobContext) -> None: ...
@@ -143,7 +146,12 @@ def throughput(
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
         with workers(url, prefix, processes, concurrency, log=log) as running:
+            # CPU from the first job finished on: the process's start-up is not a job's cost.
+            pids = [process.pid for process in running]
+            wait_for(rota, 1, timeout=120)
+            done, used = count_finished(rota), cpu_seconds(pids)
             wait_for(rota, config.jobs, timeout=600)
+            used = cpu_seconds(pids) - used
             peak = peak_rss_mb(running[0].pid)
         if log is not None:
             log.unlink()
@@ -160,16 +168,18 @@ def throughput(
         "window": "first claim to last report, from the jobs table",
         **({"log": "info, to a file"} if logged else {}),
     }
+    metric = {"noop": "noop", "noop_sync": "noop_sync", "sleep10": "sleep10ms"}[task]
     results = [
+        Result("throughput", "rota", backend, metric, config.jobs / window, "jobs/s", params),
         Result(
-            "throughput",
+            "cpu",
             "rota",
             backend,
-            "noop" if task == "noop" else "sleep10ms",
-            config.jobs / window,
-            "jobs/s",
+            f"{metric}_cpu_per_job",
+            used / (config.jobs - done) * 1e6,
+            "µs/job",
             params,
-        )
+        ),
     ]
     if task == "noop":
         results.append(
