@@ -12,7 +12,7 @@ into InnoDB) count in no row figure, not even MariaDB's ``Handler_read_*``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -89,9 +89,9 @@ def claim_reads(
         )
         statements = 1
 
-        def measured(query: Select[Any]) -> list[dict[str, Any]]:
+        def measured(query: Select[Any], parameters: Mapping[str, Any]) -> list[dict[str, Any]]:
             nonlocal statements, read
-            statement = _sql(rota, query)
+            statement = _sql(rota, query.params(parameters))
             read += rows_and_pages(connection, statement, postgres)[1]
             statements += 1
             return [dict(row._mapping) for row in connection.execute(text(statement))]

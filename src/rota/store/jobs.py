@@ -123,8 +123,9 @@ class SqlJobs:
                 claimed = self.flow.claim(connection, take, flows, limit, now, values)
             else:
 
-                def lock(query: Select[Any]) -> list[dict[str, Any]]:
-                    return self.database.dialect.claim(connection, self.table, query, values)
+                def lock(query: Select[Any], parameters: Mapping[str, Any]) -> list[dict[str, Any]]:
+                    dialect = self.database.dialect
+                    return dialect.claim(connection, self.table, query, values, parameters)
 
                 claimed = self.candidates.take(connection, levels, tasks, limit, now, (), lock)
             jobs = [to_job(row) for row in claimed]

@@ -265,17 +265,18 @@ class Dialect:
         table: Table,
         candidates: Select[Any],
         values: Mapping[str, Any],
+        parameters: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
-        """Give the ``candidates`` ``values`` and one more attempt; return the rows as they now
-        are, in any order (the caller sorts the decoded jobs: a row's priority may not even be
-        a number on SQLite).
+        """Give the ``candidates`` (run with ``parameters``) ``values`` and one more attempt;
+        return the rows as they now are, in any order (the caller sorts the decoded jobs: a
+        row's priority may not even be a number on SQLite).
 
         With ``RETURNING`` this is one UPDATE over the candidate subquery.
         """
         ids = candidates.with_only_columns(table.c.id)
         changes = {**values, "attempt": table.c.attempt + 1}
         statement = update(table).where(table.c.id.in_(ids)).values(changes).returning(*table.c)
-        return [dict(row._mapping) for row in connection.execute(statement)]
+        return [dict(row._mapping) for row in connection.execute(statement, parameters)]
 
     def claim_rows(
         self,

@@ -240,9 +240,10 @@ class MySQLDialect(Dialect):
         table: Table,
         candidates: Select[Any],
         values: Mapping[str, Any],
+        parameters: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """The candidates are locked by the SELECT, then updated by id."""
-        rows = [dict(row._mapping) for row in connection.execute(candidates)]
+        rows = [dict(row._mapping) for row in connection.execute(candidates, parameters)]
         return self.claim_rows(connection, table, rows, values)
 
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
