@@ -32,6 +32,7 @@ from rota.core.model import JobState
 from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
+from rota.store.dialects.base import row_dicts
 from rota.store.task_sets import TaskSets, set_key
 
 T = TypeVar("T")
@@ -147,7 +148,7 @@ class ClaimCandidates:
         updates them as it goes)."""
 
         def read(query: Select[Any], parameters: Mapping[str, Any]) -> list[dict[str, Any]]:
-            return [dict(row._mapping) for row in connection.execute(query, parameters)]
+            return row_dicts(connection.execute(query, parameters))
 
         def rows(level: Level, want: int) -> list[dict[str, Any]]:
             return self.rows(level, tasks, want, now, also, lock or read)

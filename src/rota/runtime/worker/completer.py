@@ -26,7 +26,6 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rota.core.clock import Clock
@@ -174,7 +173,9 @@ class Completer:
         written = []
         for transition in batch:
             self._strikes.pop(transition.job_id, None)
-            written.append(replace(self._attempts.pop(transition.job_id), transition=transition))
+            attempt = self._attempts.pop(transition.job_id)
+            attempt.transition = transition  # ``_give_up`` may have replaced the decided one
+            written.append(attempt)
         self.holdings.discard(transition.job_id for transition in batch)
         if self._batch is not None:
             self._batch *= 2

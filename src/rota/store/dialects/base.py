@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Select, Table, event, insert, update
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext
+from sqlalchemy.engine import URL, Connection, CursorResult, Engine, ExceptionContext
 from sqlalchemy.engine.interfaces import Dialect as DriverDialect
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql.dml import Insert
@@ -61,6 +61,13 @@ def tune(settings: ConnectionSettings, sock: socket.socket) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, settings.user_timeout_ms())
+
+
+def row_dicts(result: CursorResult[Any]) -> list[dict[str, Any]]:
+    """A result's rows as dicts by column name: zipped with the names read once, at about half
+    the cost of a dict of each row's mapping (a claim makes one a job)."""
+    names = tuple(result.keys())
+    return [dict(zip(names, row, strict=True)) for row in result]
 
 
 class Dialect:
@@ -276,7 +283,7 @@ class Dialect:
         ids = candidates.with_only_columns(table.c.id)
         changes = {**values, "attempt": table.c.attempt + 1}
         statement = update(table).where(table.c.id.in_(ids)).values(changes).returning(*table.c)
-        return [dict(row._mapping) for row in connection.execute(statement, parameters)]
+        return row_dicts(connection.execute(statement, parameters))
 
     def claim_rows(
         self,

@@ -74,7 +74,7 @@ from sqlalchemy.sql.dml import Insert
 from rota.core.connection import ConnectionSettings
 from rota.core.urls import SEVERAL_HOSTS, several_hosts_message
 from rota.errors import ConfigError
-from rota.store.dialects.base import Dialect, insert_statement, lost_connection, tune
+from rota.store.dialects.base import Dialect, insert_statement, lost_connection, row_dicts, tune
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS, standalone
 from rota.store.events import EventSink
 from rota.store.secrets import encoded
@@ -243,7 +243,7 @@ class MySQLDialect(Dialect):
         parameters: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """The candidates are locked by the SELECT, then updated by id."""
-        rows = [dict(row._mapping) for row in connection.execute(candidates, parameters)]
+        rows = row_dicts(connection.execute(candidates, parameters))
         return self.claim_rows(connection, table, rows, values)
 
     def try_lock(self, connection: Connection, name: str, wait: float) -> bool:
