@@ -150,21 +150,18 @@ class Executor:
         runner, thread = self._start(definition, ctx, job)
         timeout = self.timer.after(definition.timeout) if definition.timeout else None
         try:
-            done, _ = await asyncio.wait(
-                {runner, interrupt, *([timeout] if timeout else [])},
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            await _first(runner, interrupt, timeout)
         finally:
             if timeout is not None:
                 timeout.cancel()
         duration = time.monotonic() - started
-        if runner in done:
+        if runner.done():
             verdict, raised = self._result(job, runner)
             return self._decide(job, verdict, duration, raised)
         ctx.cancelled.set()
         leftover = _cancel(runner, thread)
         timed_out: JobTimeout | None = None
-        if interrupt in done:
+        if interrupt.done():
             cancel = interrupt.result() is Interrupt.CANCEL
             verdict = Verdict(VerdictKind.CANCELLED if cancel else VerdictKind.RELEASED)
         else:
@@ -232,6 +229,25 @@ class Executor:
     ) -> Attempt:
         transition = after_attempt(job, verdict, self.clock.now(), self.policy(job.task), self.rng)
         return Attempt(job, verdict, transition, duration, error)
+
+
+async def _first(*futures: asyncio.Future[Any] | None) -> None:
+    """Until the first of ``futures`` is done: ``asyncio.wait`` for one, without its sets and
+    its waiter's bookkeeping, which every attempt paid for."""
+    waiting = [future for future in futures if future is not None]
+    first = asyncio.get_running_loop().create_future()
+
+    def done(_: asyncio.Future[Any]) -> None:
+        if not first.done():
+            first.set_result(None)
+
+    for future in waiting:
+        future.add_done_callback(done)
+    try:
+        await first
+    finally:
+        for future in waiting:
+            future.remove_done_callback(done)
 
 
 def _refusal(job: Job, definition: TaskDefinition | None) -> RotaError | None:

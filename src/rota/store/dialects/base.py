@@ -17,13 +17,13 @@ import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from sqlalchemy import Select, Table, event, insert, update
+from sqlalchemy import Select, Table, bindparam, event, insert, update
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine, ExceptionContext
 from sqlalchemy.engine.interfaces import Dialect as DriverDialect
 from sqlalchemy.pool import ConnectionPoolEntry
-from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.dml import Insert, ReturningUpdate
 
 from rota.core.connection import ConnectionSettings
 from rota.core.events import EventName
@@ -47,6 +47,8 @@ MIGRATION_LOCK = "rota_migrate"
 LOCK_NAME_LIMIT = 64
 """MySQL's longest lock name."""
 LOCK_POLL = 1
+KEPT_CLAIMS = 512
+"""Claim statements a dialect keeps built (one per kept candidates statement)."""
 """Seconds of one try at the migration lock: whole (MySQL's ``GET_LOCK`` takes whole seconds),
 and well below any read timeout."""
 
@@ -83,6 +85,10 @@ class Dialect:
     groups_by_index_skip: ClassVar[bool] = False
     """Whether a ``GROUP BY`` over an index's leading columns reads one entry per group (MySQL's
     loose index scan), so the claim's levels are one plain statement (``store.candidates``)."""
+
+    def __init__(self) -> None:
+        self._claims: dict[int, tuple[Select[Any], ReturningUpdate[Any]]] = {}
+        """The claim's UPDATE of each candidates statement, by the statement's id."""
 
     def normalise(self, url: URL) -> URL:
         """Name the default driver when the URL names none."""
@@ -278,12 +284,22 @@ class Dialect:
         return the rows as they now are, in any order (the caller sorts the decoded jobs: a
         row's priority may not even be a number on SQLite).
 
-        With ``RETURNING`` this is one UPDATE over the candidate subquery.
+        With ``RETURNING`` this is one UPDATE over the candidate subquery, built once for each
+        candidates statement (a claim keeps them built), with ``values`` as parameters.
         """
-        ids = candidates.with_only_columns(table.c.id)
-        changes = {**values, "attempt": table.c.attempt + 1}
-        statement = update(table).where(table.c.id.in_(ids)).values(changes).returning(*table.c)
-        return row_dicts(connection.execute(statement, parameters))
+        kept = self._claims.get(id(candidates))
+        if kept is None or kept[0] is not candidates:
+            if len(self._claims) >= KEPT_CLAIMS:
+                self._claims.clear()
+            ids = candidates.with_only_columns(table.c.id)
+            changes: dict[str, Any] = {
+                name: bindparam(f"set_{name}", type_=table.c[name].type) for name in values
+            }
+            changes["attempt"] = table.c.attempt + 1
+            statement = update(table).where(table.c.id.in_(ids)).values(changes)
+            kept = self._claims[id(candidates)] = (candidates, statement.returning(*table.c))
+        given = {f"set_{name}": value for name, value in values.items()}
+        return row_dicts(connection.execute(kept[1], {**parameters, **given}))
 
     def claim_rows(
         self,
