@@ -113,3 +113,33 @@ def test_claim_query_uses_the_claim_index_with_a_large_history(
             assert rows[0]["key"] == index
             assert rows[0]["type"] in ("ref", "range"), "an index lookup, not a scan"
     store.engine.dispose()
+
+
+@pytest.mark.parametrize("queues", [["default"], ["default", "other"]], ids=["one", "several"])
+def test_a_kept_claim_statement_takes_the_time_of_each_claim(
+    db: Database, make_rota: Callable[..., Rota], clock: FakeClock, queues: list[str]
+) -> None:
+    """A claim's statements are built once per shape and kept, the time a parameter: a claim
+    of the same shape later takes the jobs that have become due since, and not before."""
+    rota = make_rota()
+    rota.task(name="noop")(lambda ctx: None)
+    rota.jobs()
+    now = clock.now()
+    soon = [
+        NewJob(
+            task="noop", payload=HISTORY_ROW.payload, run_at=now + timedelta(seconds=10), queue=q
+        )
+        for q in queues
+    ]
+    ids = rota.store.jobs.enqueue(soon, now)
+
+    def claim() -> list[int]:
+        at = clock.now()
+        until = at + timedelta(minutes=1)
+        return sorted(job.id for job in rota.store.jobs.claim("w", queues, ["noop"], 5, at, until))
+
+    assert claim() == []
+    clock.advance(9)
+    assert claim() == []
+    clock.advance(1)
+    assert claim() == sorted(ids)
