@@ -33,6 +33,7 @@ from rota.store.rows import (
     to_job,
 )
 from rota.store.sizes import by_size
+from rota.store.successes import FINISHED, Successes
 from rota.store.values import Applied
 
 
@@ -40,6 +41,7 @@ class SqlJobs:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.table = database.schema.jobs
+        self.successes = Successes(self.table)
         self.flow = FlowClaims(database)
         self.dependencies = SqlDependencies(database)
         self.candidates = ClaimCandidates(database, self.dependencies)
@@ -143,8 +145,7 @@ class SqlJobs:
         now: datetime,
         progress: Sequence[ProgressReport] = (),
     ) -> Applied:
-        jobs = self.table
-        held = and_(jobs.c.state == RUNNING, jobs.c.lease_owner == worker_id)
+        held = self.successes.held_by(worker_id)
 
         def work(connection: Connection) -> Applied:
             self._write_progress(connection, worker_id, progress)
@@ -173,13 +174,14 @@ class SqlJobs:
         transaction repeated after its connection dropped, whose first try had committed."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
-        # A final job keeps its last attempt's worker (``Job.lease_owner``), not its lease.
-        finished = {"lease_until": None, "cancel_requested": False, "unique_key": None}
+        finished = FINISHED
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied: set[int] = set()
 
-        def shared(ids: list[int], statement: Update) -> None:
-            if connection.execute(statement).rowcount == len(ids):
+        def shared(
+            ids: list[int], statement: Update, parameters: Mapping[str, Any] | None = None
+        ) -> None:
+            if connection.execute(statement, parameters).rowcount == len(ids):
                 applied.update(ids)
                 return
             done = (jobs.c.state == JobState.SUCCEEDED.value, jobs.c.finished_at == now)
@@ -193,7 +195,8 @@ class SqlJobs:
             limit = self.database.statement_limit(connection) if with_results else 0
             plain = [t.job_id for t in alike if t.result is None]
             if plain:
-                shared(plain, update(jobs).where(jobs.c.id.in_(plain), at_held).values(success))
+                plainly = self.successes.update(guard, held)
+                shared(plain, plainly, {"ids": plain, "held": held, "finished_at": now})
             for chunk in by_size(with_results, limit) if with_results else []:
                 results = case({t.job_id: t.result for t in chunk}, value=jobs.c.id)
                 ids = [t.job_id for t in chunk]
