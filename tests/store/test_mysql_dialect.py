@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table
+from sqlalchemy.dialects.mysql import mysqldb, pymysql
 from sqlalchemy.engine import Connection, make_url
 
 from rota.store.dialects import MySQLDialect
@@ -58,11 +59,11 @@ class FakeConnection:
     ) -> None:
         self.answer = answer
         self.engine = SimpleNamespace(url=make_url(url))
-        self.dialect = SimpleNamespace(driver=driver)
+        self.dialect = (mysqldb if driver == "mysqldb" else pymysql).dialect()
         self.sent: list[tuple[str, Any]] = []
 
-    def exec_driver_sql(self, sql: str) -> FakeResult:
-        return self.execute(sql)
+    def exec_driver_sql(self, sql: str, parameters: Any = None) -> FakeResult:
+        return self.execute(sql, parameters)
 
     def execute(self, statement: object, parameters: Any = None) -> FakeResult:
         self.sent.append((str(statement), parameters))

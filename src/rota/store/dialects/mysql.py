@@ -224,7 +224,7 @@ class MySQLDialect(Dialect):
             if len(chunk) == 1:
                 ids.append(connection.execute(insert_statement(table), chunk[0]).lastrowid)
                 continue
-            connection.execute(insert_statement(table), chunk)
+            connection.exec_driver_sql(*_driver_rows(connection, table, chunk))
             first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
             ids.extend(range(first, first + len(chunk) * step, step))
         return ids
@@ -364,6 +364,30 @@ def _settings(connection: Connection) -> dict[str, str]:
 def _id_step(connection: Connection) -> int:
     """The id increment (above 1 on Galera and other multi-primary set-ups)."""
     return int(connection.exec_driver_sql("SELECT @@auto_increment_increment").scalar_one())
+
+
+def _driver_rows(
+    connection: Connection, table: Table, rows: list[dict[str, Any]]
+) -> tuple[str, tuple[Any, ...]]:
+    """A chunk as one multi-row INSERT and its values in order, each converted by its column's
+    bind processor (an aware time to the naive UTC the column holds): what bare SQL sends,
+    without SQLAlchemy's processing of each row's parameters nor the driver's ``executemany``
+    formatting each row apart, together half a bulk enqueue's CPU (issue 33). Every row has
+    the first's keys."""
+    names = list(rows[0])
+    dialect = connection.dialect
+    quote = dialect.identifier_preparer.quote
+    group = "(" + ", ".join(["%s"] * len(names)) + ")"
+    columns = ", ".join(map(quote, names))
+    sql = f"INSERT INTO {quote(table.name)} ({columns}) VALUES {', '.join([group] * len(rows))}"
+    converted = [table.c[name].type.bind_processor(dialect) for name in names]
+    processors = list(zip(names, converted, strict=True))
+    values = tuple(
+        row[name] if convert is None else convert(row[name])
+        for row in rows
+        for name, convert in processors
+    )
+    return sql, values
 
 
 def _statement_sized(rows: list[dict[str, Any]], budget: int) -> Iterator[list[dict[str, Any]]]:
