@@ -32,7 +32,7 @@ from rota.core.model import JobState
 from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
-from rota.store.dialects.base import row_dicts
+from rota.store.dialects.claiming import row_dicts
 from rota.store.task_sets import TaskSets, set_key
 
 T = TypeVar("T")

@@ -17,13 +17,13 @@ import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from sqlalchemy import Select, Table, bindparam, event, insert, update
+from sqlalchemy import Select, Table, event, insert
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import URL, Connection, CursorResult, Engine, ExceptionContext
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext
 from sqlalchemy.engine.interfaces import Dialect as DriverDialect
 from sqlalchemy.pool import ConnectionPoolEntry
-from sqlalchemy.sql.dml import Insert, ReturningUpdate
+from sqlalchemy.sql.dml import Insert
 
 from rota.core.connection import ConnectionSettings
 from rota.core.events import EventName
@@ -36,6 +36,7 @@ from rota.errors import (
     unchained,
 )
 from rota.store.base import StatementTooLarge
+from rota.store.dialects.claiming import ClaimStatements, given, row_dicts
 from rota.store.dialects.pooling import lost, standalone, watch_pool
 from rota.store.dialects.translation import ConnectFailure, Translation
 from rota.store.events import EventSink
@@ -47,8 +48,6 @@ MIGRATION_LOCK = "rota_migrate"
 LOCK_NAME_LIMIT = 64
 """MySQL's longest lock name."""
 LOCK_POLL = 1
-KEPT_CLAIMS = 512
-"""Claim statements a dialect keeps built (one per kept candidates statement)."""
 """Seconds of one try at the migration lock: whole (MySQL's ``GET_LOCK`` takes whole seconds),
 and well below any read timeout."""
 
@@ -63,13 +62,6 @@ def tune(settings: ConnectionSettings, sock: socket.socket) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, settings.user_timeout_ms())
-
-
-def row_dicts(result: CursorResult[Any]) -> list[dict[str, Any]]:
-    """A result's rows as dicts by column name: zipped with the names read once, at about half
-    the cost of a dict of each row's mapping (a claim makes one a job)."""
-    names = tuple(result.keys())
-    return [dict(zip(names, row, strict=True)) for row in result]
 
 
 class Dialect:
@@ -87,8 +79,7 @@ class Dialect:
     loose index scan), so the claim's levels are one plain statement (``store.candidates``)."""
 
     def __init__(self) -> None:
-        self._claims: dict[int, tuple[Select[Any], ReturningUpdate[Any]]] = {}
-        """The claim's UPDATE of each candidates statement, by the statement's id."""
+        self.claims = ClaimStatements()
 
     def normalise(self, url: URL) -> URL:
         """Name the default driver when the URL names none."""
@@ -287,19 +278,8 @@ class Dialect:
         With ``RETURNING`` this is one UPDATE over the candidate subquery, built once for each
         candidates statement (a claim keeps them built), with ``values`` as parameters.
         """
-        kept = self._claims.get(id(candidates))
-        if kept is None or kept[0] is not candidates:
-            if len(self._claims) >= KEPT_CLAIMS:
-                self._claims.clear()
-            ids = candidates.with_only_columns(table.c.id)
-            changes: dict[str, Any] = {
-                name: bindparam(f"set_{name}", type_=table.c[name].type) for name in values
-            }
-            changes["attempt"] = table.c.attempt + 1
-            statement = update(table).where(table.c.id.in_(ids)).values(changes)
-            kept = self._claims[id(candidates)] = (candidates, statement.returning(*table.c))
-        given = {f"set_{name}": value for name, value in values.items()}
-        return row_dicts(connection.execute(kept[1], {**parameters, **given}))
+        statement = self.claims.returning(table, candidates, values)
+        return row_dicts(connection.execute(statement, {**parameters, **given(values)}))
 
     def claim_rows(
         self,
@@ -312,9 +292,9 @@ class Dialect:
         by id; the rows as they now are, without reading them again."""
         if not rows:
             return []
-        changes = {**values, "attempt": table.c.attempt + 1}
         ids = [row["id"] for row in rows]
-        connection.execute(update(table).where(table.c.id.in_(ids)).values(changes))
+        statement = self.claims.by_id(table, values)
+        connection.execute(statement, {"ids": ids, **given(values)})
         return [{**row, **values, "attempt": row["attempt"] + 1} for row in rows]
 
     def is_transient(self, error: sa_exc.DBAPIError) -> bool:

@@ -74,7 +74,9 @@ from sqlalchemy.sql.dml import Insert
 from rota.core.connection import ConnectionSettings
 from rota.core.urls import SEVERAL_HOSTS, several_hosts_message
 from rota.errors import ConfigError
-from rota.store.dialects.base import Dialect, insert_statement, lost_connection, row_dicts, tune
+from rota.store.dialects.base import Dialect, lost_connection, tune
+from rota.store.dialects.claiming import row_dicts
+from rota.store.dialects.mysql_inserts import insert_ids
 from rota.store.dialects.pooling import SERVER_POOL_OPTIONS, standalone
 from rota.store.events import EventSink
 from rota.store.secrets import encoded
@@ -109,12 +111,7 @@ AURORA_8 = (8, 0, 23)
 MARIADB_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)-MariaDB", re.IGNORECASE)
 AURORA_ENGINE = re.compile(r"(\d+)\.(\d+)\.mysql_aurora\.([\d.]+)")
 MYSQL_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
-INSERT_CHUNK = 1000
-STATEMENT_BYTES = 500_000
-MYSQLDB_STATEMENT_BYTES = 60_000
-"""mysqlclient splits an ``executemany`` past 64 KiB (PyMySQL: past 1,024,000 bytes)."""
 TIMEOUTS = ("connect_timeout", "read_timeout", "write_timeout")
-ROW_OVERHEAD_BYTES = 1_000
 
 
 class MySQLDialect(Dialect):
@@ -217,17 +214,7 @@ class MySQLDialect(Dialect):
     def insert_ids(
         self, connection: Connection, table: Table, rows: list[dict[str, Any]]
     ) -> list[int]:
-        ids: list[int] = []
-        step = _id_step(connection) if len(rows) > 1 else 1
-        budget = MYSQLDB_STATEMENT_BYTES if connection.dialect.driver == "mysqldb" else None
-        for chunk in _statement_sized(rows, budget or STATEMENT_BYTES):
-            if len(chunk) == 1:
-                ids.append(connection.execute(insert_statement(table), chunk[0]).lastrowid)
-                continue
-            connection.exec_driver_sql(*_driver_rows(connection, table, chunk))
-            first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
-            ids.extend(range(first, first + len(chunk) * step, step))
-        return ids
+        return insert_ids(connection, table, rows)
 
     def lock_for_claim(self, query: Select[Any], of: Table | None = None) -> Select[Any]:
         """Without ``OF``, which MariaDB lacks: InnoDB locks the rows of tables it reads, and
@@ -359,53 +346,3 @@ def _settings(connection: Connection) -> dict[str, str]:
     names = ", ".join(f"'{name}'" for name in WRITE_SETTINGS)
     query = f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})"
     return {str(name): str(value) for name, value in connection.exec_driver_sql(query)}
-
-
-def _id_step(connection: Connection) -> int:
-    """The id increment (above 1 on Galera and other multi-primary set-ups)."""
-    return int(connection.exec_driver_sql("SELECT @@auto_increment_increment").scalar_one())
-
-
-def _driver_rows(
-    connection: Connection, table: Table, rows: list[dict[str, Any]]
-) -> tuple[str, tuple[Any, ...]]:
-    """A chunk as one multi-row INSERT and its values in order, each converted by its column's
-    bind processor (an aware time to the naive UTC the column holds): what bare SQL sends,
-    without SQLAlchemy's processing of each row's parameters nor the driver's ``executemany``
-    formatting each row apart, together half a bulk enqueue's CPU (issue 33). Every row has
-    the first's keys."""
-    names = list(rows[0])
-    dialect = connection.dialect
-    quote = dialect.identifier_preparer.quote
-    group = "(" + ", ".join(["%s"] * len(names)) + ")"
-    columns = ", ".join(map(quote, names))
-    sql = f"INSERT INTO {quote(table.name)} ({columns}) VALUES {', '.join([group] * len(rows))}"
-    converted = [table.c[name].type.bind_processor(dialect) for name in names]
-    processors = list(zip(names, converted, strict=True))
-    values = tuple(
-        row[name] if convert is None else convert(row[name])
-        for row in rows
-        for name, convert in processors
-    )
-    return sql, values
-
-
-def _statement_sized(rows: list[dict[str, Any]], budget: int) -> Iterator[list[dict[str, Any]]]:
-    """Chunks that the driver sends as one INSERT statement each.
-
-    ``LAST_INSERT_ID()`` names the first id of the last statement only, so no chunk may be
-    split by the driver's statement-size limit (PyMySQL: 1,024,000 bytes; mysqlclient: 64 KiB),
-    which each chunk's worst-case size keeps under ``budget``.
-    """
-    chunk: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        text_size = sum(len(value) for value in row.values() if isinstance(value, str))
-        row_size = text_size * 4 + ROW_OVERHEAD_BYTES  # UTF-8 and escaping, at worst
-        if chunk and (len(chunk) == INSERT_CHUNK or size + row_size > budget):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(row)
-        size += row_size
-    if chunk:
-        yield chunk
