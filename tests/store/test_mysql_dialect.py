@@ -233,6 +233,21 @@ def test_ids_of_a_multi_row_insert_step_as_the_server_does() -> None:
     assert MYSQL.insert_ids(connection.connection(), TABLE, rows[:1]) == [7]
 
 
+@pytest.mark.parametrize("paramstyle", ["pyformat", "qmark"])
+def test_a_bulk_insert_is_one_statement_in_the_drivers_placeholder_style(paramstyle: str) -> None:
+    """With ``%s`` placeholders (PyMySQL, mysqlclient) the rows go as one multi-row INSERT
+    with their values in order; a driver of another style gets SQLAlchemy's insert."""
+    connection = id_server(step=1, first=5)
+    connection.dialect.paramstyle = paramstyle
+    rows = [{"v": f"x{n}"} for n in range(3)]
+    assert MYSQL.insert_ids(connection.connection(), TABLE, rows) == [5, 6, 7]
+    ((sql, sent),) = [(sql, p) for sql, p in connection.sent if sql.startswith("INSERT")]
+    if paramstyle == "pyformat":
+        assert sql.endswith("VALUES (%s), (%s), (%s)") and sent == ("x0", "x1", "x2")
+    else:
+        assert sent == rows
+
+
 def test_mysqlclient_inserts_in_chunks_it_does_not_split_itself() -> None:
     """mysqlclient splits an ``executemany`` past 64 KiB: each chunk stays below, and gets its
     ids from its own ``LAST_INSERT_ID()``."""

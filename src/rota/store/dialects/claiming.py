@@ -20,21 +20,24 @@ KEPT_CLAIMS = 512
 
 class ClaimStatements:
     def __init__(self) -> None:
-        self._returning: dict[int, tuple[Select[Any], ReturningUpdate[Any]]] = {}
+        self._returning: dict[
+            tuple[int, tuple[str, ...]], tuple[Select[Any], ReturningUpdate[Any]]
+        ] = {}
         self._by_id: dict[tuple[str, tuple[str, ...]], Update] = {}
 
     def returning(
         self, table: Table, candidates: Select[Any], values: Mapping[str, Any]
     ) -> ReturningUpdate[Any]:
         """``UPDATE ... WHERE id IN (candidates) RETURNING *``, for each candidates statement
-        (kept by the claim, and here by its id)."""
-        kept = self._returning.get(id(candidates))
+        (kept by the claim, and here by its id) and the columns ``values`` sets."""
+        shape = (id(candidates), tuple(values))
+        kept = self._returning.get(shape)
         if kept is None or kept[0] is not candidates:
             if len(self._returning) >= KEPT_CLAIMS:
                 self._returning.clear()
             ids = candidates.with_only_columns(table.c.id)
             statement = update(table).where(table.c.id.in_(ids)).values(_claimed(table, values))
-            kept = self._returning[id(candidates)] = (candidates, statement.returning(*table.c))
+            kept = self._returning[shape] = (candidates, statement.returning(*table.c))
         return kept[1]
 
     def by_id(self, table: Table, values: Mapping[str, Any]) -> Update:

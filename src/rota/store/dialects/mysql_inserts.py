@@ -19,6 +19,9 @@ STATEMENT_BYTES = 500_000
 MYSQLDB_STATEMENT_BYTES = 60_000
 """mysqlclient's chunks, kept below the 64 KiB past which it once split an ``executemany``."""
 ROW_OVERHEAD_BYTES = 1_000
+WRITTEN_BY_US = ("format", "pyformat")
+"""The drivers' placeholder styles of ``%s``, which ``_driver_rows`` writes (PyMySQL's and
+mysqlclient's); SQLAlchemy writes any other's."""
 
 
 def insert_ids(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
@@ -31,7 +34,10 @@ def insert_ids(connection: Connection, table: Table, rows: list[dict[str, Any]])
         if len(chunk) == 1:
             ids.append(connection.execute(insert_statement(table), chunk[0]).lastrowid)
             continue
-        connection.exec_driver_sql(*_driver_rows(connection, table, chunk))
+        if connection.dialect.paramstyle in WRITTEN_BY_US:
+            connection.exec_driver_sql(*_driver_rows(connection, table, chunk))
+        else:  # another driver's placeholders (MariaDB Connector/Python's ``?``)
+            connection.execute(insert_statement(table), chunk)
         first = int(connection.exec_driver_sql("SELECT LAST_INSERT_ID()").scalar_one())
         ids.extend(range(first, first + len(chunk) * step, step))
     return ids
