@@ -19,7 +19,7 @@ Apart from ``jobs`` so that tests and ``bench/scale`` can EXPLAIN exactly what a
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -33,6 +33,7 @@ from rota.store.cluster import paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.dialects.claiming import row_dicts
+from rota.store.kept import Kept
 from rota.store.task_sets import TaskSets, set_key
 
 T = TypeVar("T")
@@ -67,17 +68,8 @@ class ClaimCandidates:
         self.dependencies = dependencies
         self.task_sets = TaskSets(database)
         self.due_by = bindparam("due_by", type_=self.table.c.run_at.type)
-        self._kept: dict[Hashable, Select[Any]] = {}
-
-    def kept(self, shape: Hashable, build: Callable[[], Select[Any]]) -> Select[Any]:
-        """The statement of ``shape``, built by ``build`` the first time (with ``due_by`` for
-        the time): SQLAlchemy then also finds it compiled, by the statement's own cache key."""
-        statement = self._kept.get(shape)
-        if statement is None:
-            if len(self._kept) >= KEPT:
-                self._kept.clear()
-            statement = self._kept[shape] = build()
-        return statement
+        self.kept: Kept[Select[Any]] = Kept(KEPT)
+        """The claim's statements by shape, built with ``due_by`` for the time."""
 
     def levels(self, connection: Connection, queues: Sequence[str], now: datetime) -> list[Level]:
         """The priorities at which ``queues`` hold pending jobs due by ``now``, most urgent
@@ -89,7 +81,7 @@ class ClaimCandidates:
         the claim's: a level may yield nothing, and the claim goes on to the next one.
         """
         shape = ("levels", tuple(queues))
-        query = self.kept(shape, lambda: self.levels_query(queues, self.due_by))
+        query = self.kept.get(shape, lambda: self.levels_query(queues, self.due_by))
         pairs = connection.execute(query, {"due_by": now}).all()
         if len(pairs) >= MAX_LEVELS or not all(isinstance(pair[1], int) for pair in pairs):
             # Too many levels, or a priority that is no integer (SQLite keeps what a hand
@@ -179,7 +171,7 @@ class ClaimCandidates:
         def statement(kind: str, build: Callable[[], Select[Any]], left: int) -> Select[Any]:
             if also:
                 return build()
-            return self.kept((kind, level, tasks_key, left), build)
+            return self.kept.get((kind, level, tasks_key, left), build)
 
         taken: list[dict[str, Any]] = []
         if len(level.queues) > 1:

@@ -13,6 +13,7 @@ from sqlalchemy import Table, Update, and_, bindparam, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import JobState
+from rota.store.kept import Kept
 from rota.store.rows import RUNNING
 
 FINISHED = {"lease_until": None, "cancel_requested": False, "unique_key": None}
@@ -25,7 +26,7 @@ class Successes:
     def __init__(self, table: Table) -> None:
         self.table = table
         self._guards: dict[str, ColumnElement[bool]] = {}
-        self._kept: dict[tuple[int, bool], tuple[ColumnElement[bool], Update]] = {}
+        self._kept: Kept[Update] = Kept(2 * KEPT_GUARDS)
 
     def held_by(self, worker_id: str) -> ColumnElement[bool]:
         """The compare-and-set's condition that a job is still running under ``worker_id``'s
@@ -44,21 +45,20 @@ class Successes:
         """The shared UPDATE of successes without a result, under ``guard`` (at attempt
         ``held``, a parameter), their ids and the time parameters too: kept for a worker's
         guard, built afresh for any other (a rescue's, which names its time)."""
-        shape = (id(guard), held is None)
-        kept = self._kept.get(shape)
-        if kept is not None and kept[0] is guard:
-            return kept[1]
-        jobs = self.table
-        at_held = () if held is None else (jobs.c.attempt == bindparam("held"),)
-        statement = (
-            update(jobs)
-            .where(jobs.c.id.in_(bindparam("ids", expanding=True)), guard, *at_held)
-            .values(
-                state=JobState.SUCCEEDED.value,
-                finished_at=bindparam("finished_at", type_=jobs.c.finished_at.type),
-                **FINISHED,
+
+        def build() -> Update:
+            jobs = self.table
+            at_held = () if held is None else (jobs.c.attempt == bindparam("held"),)
+            return (
+                update(jobs)
+                .where(jobs.c.id.in_(bindparam("ids", expanding=True)), guard, *at_held)
+                .values(
+                    state=JobState.SUCCEEDED.value,
+                    finished_at=bindparam("finished_at", type_=jobs.c.finished_at.type),
+                    **FINISHED,
+                )
             )
-        )
-        if any(guard is known for known in self._guards.values()):
-            self._kept[shape] = (guard, statement)
-        return statement
+
+        if not any(guard is known for known in self._guards.values()):
+            return build()
+        return self._kept.get((id(guard), held is None), build, on=guard)

@@ -14,41 +14,38 @@ from sqlalchemy import Select, Table, bindparam, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.sql.dml import ReturningUpdate, Update
 
+from rota.store.kept import Kept
+
 KEPT_CLAIMS = 512
-"""Claim statements kept built (one per kept candidates statement)."""
+"""Claim statements kept built of each kind (one per kept candidates statement)."""
 
 
 class ClaimStatements:
     def __init__(self) -> None:
-        self._returning: dict[
-            tuple[int, tuple[str, ...]], tuple[Select[Any], ReturningUpdate[Any]]
-        ] = {}
-        self._by_id: dict[tuple[str, tuple[str, ...]], Update] = {}
+        self._returning: Kept[ReturningUpdate[Any]] = Kept(KEPT_CLAIMS)
+        self._by_id: Kept[Update] = Kept(KEPT_CLAIMS)
 
     def returning(
         self, table: Table, candidates: Select[Any], values: Mapping[str, Any]
     ) -> ReturningUpdate[Any]:
         """``UPDATE ... WHERE id IN (candidates) RETURNING *``, for each candidates statement
-        (kept by the claim, and here by its id) and the columns ``values`` sets."""
-        shape = (id(candidates), tuple(values))
-        kept = self._returning.get(shape)
-        if kept is None or kept[0] is not candidates:
-            if len(self._returning) >= KEPT_CLAIMS:
-                self._returning.clear()
+        (kept by the claim) and the columns ``values`` sets."""
+
+        def build() -> ReturningUpdate[Any]:
             ids = candidates.with_only_columns(table.c.id)
             statement = update(table).where(table.c.id.in_(ids)).values(_claimed(table, values))
-            kept = self._returning[shape] = (candidates, statement.returning(*table.c))
-        return kept[1]
+            return statement.returning(*table.c)
+
+        return self._returning.get((id(candidates), tuple(values)), build, on=candidates)
 
     def by_id(self, table: Table, values: Mapping[str, Any]) -> Update:
         """``UPDATE ... WHERE id IN (:ids)`` of rows a claim read and locked."""
-        shape = (table.name, tuple(values))
-        statement = self._by_id.get(shape)
-        if statement is None:
+
+        def build() -> Update:
             by_id = table.c.id.in_(bindparam("ids", expanding=True))
-            statement = update(table).where(by_id).values(_claimed(table, values))
-            self._by_id[shape] = statement
-        return statement
+            return update(table).where(by_id).values(_claimed(table, values))
+
+        return self._by_id.get((table.name, tuple(values)), build)
 
 
 def given(values: Mapping[str, Any]) -> dict[str, Any]:
