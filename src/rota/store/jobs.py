@@ -174,8 +174,7 @@ class SqlJobs:
         transaction repeated after its connection dropped, whose first try had committed."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
-        finished = FINISHED
-        success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
+        success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **FINISHED}
         applied: set[int] = set()
 
         def shared(
@@ -208,7 +207,7 @@ class SqlJobs:
             values: dict[str, Any] = {
                 "state": t.target.value,
                 "attempt": t.attempt,
-                **(finished if t.finishes else released),
+                **(FINISHED if t.finishes else released),
             }
             if t.finishes:
                 values["finished_at"] = t.at
