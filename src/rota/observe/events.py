@@ -79,8 +79,10 @@ def logfmt(value: Any) -> str:
     """``value`` as one logfmt value: escaped to be visible, and double-quoted when it holds a
     space, ``=`` or a quote (a quote inside shown as ``\\x22``, like the other escapes), so an
     error message like ``x task=other`` cannot pass for a field of its own."""
-    text = visible(str(value))
-    if text and not any(char in text for char in ' ="'):
+    if type(value) is int:
+        return str(value)
+    text = visible(value if isinstance(value, str) else str(value))
+    if text and " " not in text and "=" not in text and '"' not in text:
         return text
     return '"' + text.replace('"', "\\x22") + '"'
 
@@ -125,7 +127,7 @@ class EventLog:
         if not self.heard(name, level):
             return
         if self.logger.isEnabledFor(level):
-            extra = {key: fields.get(key) for key in JOB_FIELDS}
+            extra = dict.fromkeys(JOB_FIELDS)
             extra.update(fields)
             extra[RENDERED] = True
             log_event(self.logger, name, level, "%s", self._message(name, fields), **extra)
@@ -182,7 +184,7 @@ class EventLog:
             return visible_json(
                 json.dumps({"event": event.value, **shown}, default=str, ensure_ascii=False)
             )
-        return " ".join([event.value, *(f"{key}={logfmt(value)}" for key, value in shown.items())])
+        return " ".join([event.value, *[f"{key}={logfmt(value)}" for key, value in shown.items()]])
 
     def _call(self, hook: Hook, event: Event) -> None:
         key = event.job_id if event.job_id is not None else PROCESS_LANE

@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from logging.handlers import MemoryHandler
@@ -49,6 +50,16 @@ class TextLines(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__(TEXT)
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """logging's own time, its seconds formatted once a second rather than once a record."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second[0]:
+            self._second = (second, time.strftime("%Y-%m-%d %H:%M:%S", self.converter(second)))
+        return f"{self._second[1]},{int(record.msecs):03d}"
 
     def format(self, record: logging.LogRecord) -> str:
         record.message = record.getMessage()

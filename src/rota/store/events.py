@@ -41,6 +41,14 @@ def log_event(
     **fields: Any,
 ) -> None:
     """The record of ``event`` (an ``EventSink``): its name in ``event``, ``fields`` as
-    attributes for structured handlers."""
-    extra = {**fields, "event": EventName(event).value}
-    logger.log(level, message, *args, exc_info=exc_info, extra=extra)
+    attributes for structured handlers.
+
+    The record is made here, not by ``logger.log``: that one walks the stack for the caller's
+    file and line, which for an event is always this function, at a cost a worker paid twice a
+    job (issue 33). The record names ``rota`` as its file instead."""
+    if not logger.isEnabledFor(level):
+        return
+    extra = {**fields, "event": (event if isinstance(event, EventName) else EventName(event)).value}
+    error = (type(exc_info), exc_info, exc_info.__traceback__) if exc_info is not None else None
+    record = logger.makeRecord(logger.name, level, "rota", 0, message, args, error, extra=extra)
+    logger.handle(record)
