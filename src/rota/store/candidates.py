@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, Subquery, bindparam, func, literal, select, union_all
+from sqlalchemy import Select, Subquery, bindparam, func, literal, select, true, union_all
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -77,7 +77,8 @@ class ClaimCandidates:
 
         Read from the claim index alone, one seek per (queue, priority): MySQL's and MariaDB's
         loose index scan of a ``GROUP BY`` over the index's columns, elsewhere a recursive query
-        stepping from each priority to the next. The task, dependency and pause conditions are
+        stepping from each priority to the next (on PostgreSQL by each level's first row,
+        ``levels_by_lateral``). The task, dependency and pause conditions are
         the claim's: a level may yield nothing, and the claim goes on to the next one.
         """
         shape = ("levels", tuple(queues))
@@ -104,6 +105,9 @@ class ClaimCandidates:
                 .limit(MAX_LEVELS)
             )
 
+        if self.database.dialect.joins_lateral:
+            return self.levels_by_lateral(queues, now)
+
         def lowest(queue: ColumnElement[Any], above: ColumnElement[Any] | None) -> Any:
             """The most urgent priority of ``queue`` (past ``above``): one index seek."""
             later = () if above is None else (jobs.c.priority > above,)
@@ -124,6 +128,31 @@ class ClaimCandidates:
         )
         due = earliest.scalar_subquery() <= now
         return select(step.c.queue, step.c.priority).where(due).limit(MAX_LEVELS)
+
+    def levels_by_lateral(self, queues: Sequence[str], now: Due) -> Select[Any]:
+        """``levels_query`` stepping by the first row of each (queue, priority) in the claim
+        index's order: its priority and its ``run_at`` from one seek. On PostgreSQL the front of
+        a queue's pending range holds the index entries of the rows claimed since the last
+        VACUUM, which every seek there walks past; a minimum priority and then a minimum
+        ``run_at`` walked past them twice a claim (issue 33)."""
+        jobs = self.table
+        pending = (self.database.mine(jobs), jobs.c.state == JobState.PENDING.value)
+
+        def first(queue: ColumnElement[Any], above: ColumnElement[Any] | None) -> Any:
+            later = () if above is None else (jobs.c.priority > above,)
+            found = select(jobs.c.priority, jobs.c.run_at).where(
+                *pending, jobs.c.queue == queue, *later
+            )
+            return found.order_by(jobs.c.priority, jobs.c.run_at).limit(1).lateral()
+
+        named = union_all(*(select(literal(queue).label("queue")) for queue in queues)).subquery()
+        head = first(named.c.queue, None)
+        start = select(named.c.queue, head.c.priority, head.c.run_at)
+        step = start.join_from(named, head, true()).cte("levels", recursive=True)
+        after = first(step.c.queue, step.c.priority)
+        more = select(step.c.queue, after.c.priority, after.c.run_at).join_from(step, after, true())
+        step = step.union_all(more)
+        return select(step.c.queue, step.c.priority).where(step.c.run_at <= now).limit(MAX_LEVELS)
 
     def take(
         self,

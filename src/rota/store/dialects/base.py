@@ -77,6 +77,9 @@ class Dialect:
     groups_by_index_skip: ClassVar[bool] = False
     """Whether a ``GROUP BY`` over an index's leading columns reads one entry per group (MySQL's
     loose index scan), so the claim's levels are one plain statement (``store.candidates``)."""
+    joins_lateral: ClassVar[bool] = False
+    """Whether a recursive query may step by a ``LATERAL`` subquery's first row: the claim's
+    levels then read a priority and its earliest ``run_at`` in one seek (``store.candidates``)."""
 
     def __init__(self) -> None:
         self.claims = ClaimStatements()

@@ -54,6 +54,7 @@ class PostgreSQLDialect(Dialect):
     product = "PostgreSQL"
     drivers = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
     announces_new_jobs = True
+    joins_lateral = True
 
     def normalise(self, url: URL) -> URL:
         """``host=a:5432,b:5433`` as SQLAlchemy takes it (``host=a:5432&host=b:5433``): given
