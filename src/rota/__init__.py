@@ -9,6 +9,7 @@ from rota.core.clock import Clock, SystemClock
 from rota.core.events import EventName
 from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
+from rota.core.steps import Step
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
@@ -25,6 +26,7 @@ from rota.errors import (
     JobFailed,
     JobNotFound,
     JobTimeout,
+    LeaseLost,
     ResultTimeout,
     RotaError,
     ScheduleConflict,
@@ -68,6 +70,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "JobTimeout",
+    "LeaseLost",
     "Progress",
     "ResultTimeout",
     "Retry",
@@ -80,6 +83,7 @@ __all__ = [
     "ScheduleConflict",
     "ScheduleNotFound",
     "Snooze",
+    "Step",
     "StoreError",
     "SystemClock",
     "TaskDefinition",

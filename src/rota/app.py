@@ -18,10 +18,11 @@ from typing import Any, TypeVar, overload
 from typing_extensions import Unpack
 
 from rota.config import DEFAULT_GRACE, NO_DATABASE, RotaConfig, Settings, configure, url_named
-from rota.core.clock import Clock, DatabaseClock, SystemClock
+from rota.core.clock import Clock, on_time_line
 from rota.core.events import EventName
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
+from rota.core.steps import Step
 from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
@@ -298,6 +299,10 @@ class Rota:
         ended.  A running job is stopped at its worker's next heartbeat."""
         return self._control.cancel(id)
 
+    def steps(self, job_id: int) -> list[Step]:
+        """The job's saved workflow steps, oldest first; ``JobNotFound`` if there is no job."""
+        return self._control.steps(job_id)
+
     def retry(self, job_id: int) -> bool:
         """Move a failed or cancelled job back to pending with a fresh attempt budget."""
         return self._control.retry(self.job(job_id))
@@ -389,11 +394,3 @@ class Rota:
     async def adrain(self, queue: str | None = None) -> DrainResult:
         """``drain`` for async code."""
         return await drain(self._host, queue)
-
-
-def on_time_line(clock: Clock | None) -> Clock:
-    """The system clock (the default) kept on the database server's time line
-    (``runtime.timeline``); any other clock, a test's, as it is."""
-    if clock is None or isinstance(clock, SystemClock):
-        return DatabaseClock(clock)
-    return clock

@@ -15,10 +15,11 @@ import numbers
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from rota.core.model import Progress
-from rota.errors import InvalidArguments
+from rota.errors import ConfigError, InvalidArguments
 
 MAX_PROGRESS_NOTE = 255
 """Characters a progress note keeps (the column's width); a longer one is cut, not refused: a
@@ -62,6 +63,17 @@ def checked_progress(fraction: object, note: object = None) -> Progress:
     return Progress(value, note)
 
 
+class Workflow(Protocol):
+    """What ``ctx.step`` and ``ctx.sleep`` hand their calls to: the worker's journal of the
+    attempt (``rota.runtime.worker.journal``)."""
+
+    def step(
+        self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any: ...
+
+    def sleep(self, name: str, duration: float | timedelta) -> Any: ...
+
+
 @dataclass
 class JobContext:
     """Passed as the first argument of every handler that declares parameters.
@@ -85,6 +97,8 @@ class JobContext:
     on_progress: Callable[[Progress], None] | None = field(default=None, repr=False, compare=False)
     """Where ``progress`` hands each valid value: the worker's ``ProgressBoard``.  ``None`` in
     a context made by hand (a unit test of a handler), where ``progress`` only checks."""
+    workflow: Workflow | None = field(default=None, repr=False, compare=False)
+    """Where ``step`` and ``sleep`` save what they did; ``None`` in a context made by hand."""
 
     def progress(self, fraction: float, note: str | None = None) -> None:
         """Record how far the attempt is: ``fraction`` from 0 to 1 and an optional short note.
@@ -97,3 +111,28 @@ class JobContext:
         value = checked_progress(fraction, note)
         if self.on_progress is not None:
             self.on_progress(value)
+
+    def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` once for this job, as the step ``name``, and return its
+        result. The JSON result is saved, fenced by the job's lease, before this returns; when
+        the job runs again (a retry, a resume after ``sleep``) the step returns the saved
+        result without calling ``fn``. A name used again in the same run is numbered by
+        occurrence (``name``, ``name#2``, ...). In an async handler, ``await`` it (``fn`` may
+        be sync or async). The code between steps runs again on every resume: side effects
+        belong in steps."""
+        return self._workflow("step").step(name, fn, args, kwargs)
+
+    def sleep(self, name: str, duration: float | timedelta) -> Any:
+        """Sleep ``duration`` (seconds or a ``timedelta``) durably: the first time, record when
+        the sleep ends and end the attempt there, the job pending until then with no attempt
+        spent and no worker held; when the job runs again after that moment, return at once.
+        In an async handler, ``await`` it."""
+        return self._workflow("sleep").sleep(name, duration)
+
+    def _workflow(self, call: str) -> Workflow:
+        if self.workflow is None:
+            raise ConfigError(
+                f"ctx.{call} needs a job run by a rota worker (or rota.drain): this context "
+                "has no journal to save steps in"
+            )
+        return self.workflow

@@ -23,15 +23,16 @@ The classes and their codes::
     ├── JobTimeout                  TIMEOUT               (recorded: the attempt's timeout)
     ├── InvalidResult               INVALID_RESULT        (recorded: a result not kept)
     ├── FailedByHandler             FAILED_BY_HANDLER     (recorded: the handler raised Fail)
-    └── DependencyFailed            DEPENDENCY_FAILED     (recorded: a dependency ended badly)
+    ├── DependencyFailed            DEPENDENCY_FAILED     (recorded: a dependency ended badly)
+    └── LeaseLost                   LEASE_EXPIRED         (recorded: a step unsaved, lease lost)
 
-A caller catches the classes raised to it; the last five are recorded as an attempt's error
+A caller catches the classes raised to it; the last six are recorded as an attempt's error
 (``Job.errors``, ``JobFailed.error``), never raised to a caller, and are exported with the
 others (the contract lists every code's class as importable from ``rota``) so that code that
 sorts recorded errors can name them. An attempt's error (``Job.errors``) carries the code of
 what its handler raised (a ``RotaError``'s own, ``FAILED_BY_HANDLER`` for ``Fail``,
 ``EXECUTION_FAILED`` for anything else) or of what rota decided: ``TIMEOUT``,
-``INVALID_RESULT``, and, with no class of their own, ``LEASE_EXPIRED``, ``SNOOZE_LIMIT``. ``rota
+``INVALID_RESULT``, ``LEASE_EXPIRED`` (a rescue's, or ``LeaseLost``) and ``SNOOZE_LIMIT``. ``rota
 check`` reports ``JOBS_STRANDED``, ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY``,
 ``UNREADABLE_ROW`` and ``DEFINITION_CONFLICT``.
 """
@@ -210,6 +211,14 @@ class DependencyFailed(RotaError):
     Recorded as the job's error, never raised to a caller."""
 
     code = ErrorCode.DEPENDENCY_FAILED
+
+
+class LeaseLost(RotaError):
+    """A workflow step finished after its job's lease was lost (the job was rescued, cancelled
+    or claimed again): its result was not saved, and the attempt ends with this error, whose
+    outcome the lease's new holder decides. Recorded, never raised to a caller."""
+
+    code = ErrorCode.LEASE_EXPIRED
 
 
 def unchained(error: Exception) -> NoReturn:

@@ -111,3 +111,11 @@ def as_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc)
+
+
+def on_time_line(clock: Clock | None) -> Clock:
+    """The system clock (the default) kept on the database server's time line
+    (``runtime.timeline``); any other clock, a test's, as it is."""
+    if clock is None or isinstance(clock, SystemClock):
+        return DatabaseClock(clock)
+    return clock

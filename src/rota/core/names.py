@@ -22,6 +22,7 @@ LIMITS = {
     "unique_key": 255,
     "actor": 255,
     "namespace": 64,
+    "step": 200,
 }
 """Characters of each kind of name; the schema's columns are this wide."""
 

@@ -6,7 +6,8 @@
         pending ───────────────▶ running ──── succeed ────▶ succeeded
          │  ▲                     │  │ │
          │  └── retry / release ──┘  │ └───── fail ───────▶ failed
-         │      / snooze / rescue    │
+         │      / snooze / sleep /   │
+         │      rescue               │
          │                           └─────── cancel ─────▶ cancelled
          ├──────────────── cancel ────────────────────────▶ cancelled
          │  ▲
@@ -17,7 +18,8 @@
         failed, cancelled ── manual retry ──▶ pending    (API, CLI or dashboard)
 
 ``retry`` spends an attempt and waits for the back-off (or the delay of a handler's
-``Retry``); ``release`` (graceful shutdown) gives the attempt back; ``snooze`` (a handler's
+``Retry``); ``release`` (graceful shutdown) and a durable sleep (``ctx.sleep``: parked until
+it ends) give the attempt back; ``snooze`` (a handler's
 ``Snooze``) gives it back too and counts one more of the job's ``max_snoozes``; ``rescue`` is a
 retry decided for a job whose lease expired.  ``succeed`` carries the handler's result as JSON.
 The store writes a transition as a compare-and-set on ``state = 'running'`` and the lease
@@ -62,6 +64,8 @@ class VerdictKind(str, Enum):
     CANCELLED = "cancelled"
     RELEASED = "released"
     SNOOZED = "snoozed"
+    PARKED = "parked"
+    """A durable sleep (``ctx.sleep``): pending until ``Verdict.until``, the attempt given back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,8 @@ class Verdict:
     the back-off decides."""
     result: str | None = None
     """The handler's return value as JSON (``None`` when it returned ``None``)."""
+    until: datetime | None = None
+    """When a parked job runs again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +150,10 @@ def _after_attempt(
         )
     if verdict.kind is VerdictKind.SNOOZED:
         return _snooze(job, verdict.delay or 0.0, now, policy)
+    if verdict.kind is VerdictKind.PARKED:
+        return Transition(
+            job.id, JobState.RUNNING, JobState.PENDING, job.attempt - 1, now, run_at=verdict.until
+        )
     errors = job.errors + ((verdict.error,) if verdict.error else ())
     return _retry_or_fail(job, errors, verdict.retryable, now, policy, rng, verdict.delay)
 

@@ -146,6 +146,9 @@ class Announcer:
             event, level = EventName.JOB_FAILED, logging.ERROR
         elif kind is VerdictKind.RELEASED:
             event, level = EventName.JOB_RELEASED, logging.INFO
+        elif kind is VerdictKind.PARKED:
+            event, level = EventName.JOB_SLEEPING, logging.INFO
+            details = {"until": transition.run_at, **details}
         elif kind is VerdictKind.SNOOZED:
             event, level = EventName.JOB_SNOOZED, logging.INFO
             delay = round(verdict.delay or 0.0, 3) if verdict is not None else 0.0

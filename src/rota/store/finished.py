@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, delete, func, select, union_all, update
+from sqlalchemy import Select, Table, and_, delete, func, or_, select, union_all, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import Counts, JobState
@@ -34,6 +34,7 @@ from rota.core.transitions import Transition
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
+from rota.store.steps import SqlSteps
 from rota.store.values import Pruned
 from rota.store.windows import HOUR, MARK, FinishedWindows, hour_of
 
@@ -57,6 +58,7 @@ class SqlFinished:
         self.hours = database.schema.hour_tallies
         self.windows = FinishedWindows(database)
         self.dependencies = SqlDependencies(database)
+        self.steps = SqlSteps(database)
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
         """The namespace's live jobs, and its finished ones: all of them (tallies before the
@@ -195,8 +197,10 @@ class SqlFinished:
             for row in connection.execute(folded.group_by(*columns)):
                 namespace, state, queue, task, n = tuple(row)
                 groups[namespace, state, queue, task] = -int(n)
-            linked = select(jobs.c.id).where(batch, jobs.c.has_dependencies)
-            self.dependencies.forget(connection, list(connection.execute(linked).scalars()))
+            flags = (jobs.c.has_dependencies, jobs.c.has_steps)
+            linked = connection.execute(select(jobs.c.id, *flags).where(batch, or_(*flags))).all()
+            self.dependencies.forget(connection, [job for job, depends, _ in linked if depends])
+            self.steps.forget(connection, [job for job, _, stepped in linked if stepped])
             deleted = connection.execute(delete(jobs).where(batch)).rowcount
             self._add(connection, groups, hour)
             return Pruned(int(deleted), through)

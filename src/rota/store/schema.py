@@ -48,6 +48,8 @@ TASK_SET_KEY_LENGTH = 64
 CLAIM_INDEX = ("namespace", "state", "queue", "priority", "run_at", "id")
 """A worker claims the due jobs of its own namespace, by queue, in priority, time and id order:
 the index holds the whole order, so a claim across queues reads their best keys from it alone."""
+STEP_NAME_LENGTH = 255
+"""A saved step's name: the name given (``LIMITS["step"]``) and its occurrence (``#12``)."""
 UNIQUE_KEY = ("namespace", "task", "unique_key")
 """A unique key is scoped per task, and a task per namespace."""
 
@@ -90,6 +92,7 @@ class Schema:
     tally_mark: Table
     task_sets: Table
     hour_tallies: Table
+    steps: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -135,6 +138,7 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("concurrency_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("rate_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("has_dependencies", Boolean, nullable=False, server_default=false()),
+        Column("has_steps", Boolean, nullable=False, server_default=false()),
         Index(f"ix_{prefix}jobs_claim", *CLAIM_INDEX),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
@@ -275,6 +279,15 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("task", String(LIMITS["task"]), primary_key=True),
         **MYSQL_TABLE_OPTIONS,
     )
+    steps = Table(
+        f"{prefix}steps",
+        metadata,
+        Column("job_id", BigId, primary_key=True, autoincrement=False),
+        Column("name", String(STEP_NAME_LENGTH), primary_key=True),
+        Column("result", LongText, nullable=True),
+        Column("finished_at", UtcDateTime, nullable=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -289,4 +302,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         tally_mark=tally_mark,
         task_sets=task_sets,
         hour_tallies=hour_tallies,
+        steps=steps,
     )

@@ -192,6 +192,8 @@ class Host:
             max_snoozes=self.config.max_snoozes,
             max_result_bytes=self.config.max_result_bytes,
             events=self.events,
+            steps=self.store.steps,
+            db_call=self._db_call,
         )
 
     def context(

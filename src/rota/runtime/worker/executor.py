@@ -42,8 +42,10 @@ from rota.outcomes import Fail, Retry, Snooze
 from rota.runtime.services import results
 from rota.runtime.timer import Timer
 from rota.runtime.worker import isolation
+from rota.runtime.worker.journal import DbCall, Journal, Parked
 from rota.runtime.worker.progress import ProgressBoard
 from rota.runtime.worker.threads import Threads
+from rota.store.base import StepStore
 from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
@@ -96,9 +98,12 @@ class Executor:
         max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         events: EventLog | None = None,
+        steps: StepStore | None = None,
+        db_call: DbCall | None = None,
     ) -> None:
         """``events`` hears an isolated child killed for not stopping (``isolation``): how an
-        attempt ended is announced once written, not here."""
+        attempt ended is announced once written, not here. ``steps`` keeps workflow steps
+        (``journal``), which an async handler's journal reaches through ``db_call``."""
         self.timer = Timer(clock)
         self.events = events or EventLog()
         self.registry = registry
@@ -107,6 +112,8 @@ class Executor:
         self.rng = rng or random.Random()
         self.max_snoozes = max_snoozes
         self.max_result_bytes = max_result_bytes
+        self.steps = steps
+        self.db_call = db_call
         self.progress = ProgressBoard()
         """Handlers' latest ``ctx.progress``, which the worker's heartbeat writes."""
         self._policies: dict[str, tuple[TaskDefinition | None, RetryPolicy]] = {}
@@ -146,6 +153,9 @@ class Executor:
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
         )
+        if self.steps is not None and definition.isolation != "process":
+            call = self.db_call if definition.is_async else None
+            ctx.workflow = Journal(job, self.steps, self.clock, self.max_result_bytes, call)
         started = time.monotonic()
         runner, thread = self._start(definition, ctx, job)
         timeout = self.timer.after(definition.timeout) if definition.timeout else None
@@ -197,6 +207,8 @@ class Executor:
             return Verdict(VerdictKind.SUCCEEDED, result=runner.result()), None
         if isinstance(exc, Snooze):
             return Verdict(VerdictKind.SNOOZED, delay=exc.delay), None
+        if isinstance(exc, Parked):
+            return Verdict(VerdictKind.PARKED, until=exc.until), None
         error = self._error(job, exc)
         if isinstance(exc, Retry):
             return Verdict(VerdictKind.FAILED, error, delay=exc.delay), exc
@@ -284,7 +296,7 @@ class _Carried:
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> Literal[False]:
         ordinary = isinstance(exc, Exception) and not isinstance(exc, StopIteration)
-        if exc is None or ordinary or isinstance(exc, asyncio.CancelledError):
+        if exc is None or ordinary or isinstance(exc, (asyncio.CancelledError, Parked)):
             return False
         raise _exit(exc) from exc
 
