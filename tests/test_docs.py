@@ -37,10 +37,12 @@ def load_extension() -> ModuleType:
 
 @pytest.fixture
 def site_source(tmp_path: Path) -> Path:
-    """A copy of mkdocs.yml and docs/ that a test may break, reading the real src/."""
+    """A copy of mkdocs.yml and docs/ that a test may break, reading the real src/ and the
+    examples/ its pages include."""
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
-    (tmp_path / "src").symlink_to(ROOT / "src", target_is_directory=True)
+    for tree in ("src", "examples"):
+        (tmp_path / tree).symlink_to(ROOT / tree, target_is_directory=True)
     return tmp_path
 
 

@@ -221,7 +221,7 @@ def test_a_step_finished_after_the_lease_was_lost_saves_nothing(rota: Rota, kind
     assert rota.steps(job_id) == []
     job = rota.job(job_id)
     assert (job.state, job.lease_owner, job.errors) == (JobState.RUNNING, "another-worker", ())
-    assert not rota.store.steps.save(job_id, "a-worker", job.attempt, "x", None, job.run_at)
+    assert not rota.store.workflow.save(job_id, "a-worker", job.attempt, "x", None, job.run_at)
 
 
 def test_steps_need_a_worker_context() -> None:

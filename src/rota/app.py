@@ -22,7 +22,6 @@ from rota.core.clock import Clock, on_time_line
 from rota.core.events import EventName
 from rota.core.model import Counts, DrainResult, Job, JobStatus
 from rota.core.schedules import Schedule, ScheduleChange
-from rota.core.steps import Step
 from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
@@ -43,13 +42,15 @@ from rota.runtime.services.queueing import Enqueuing, Lent, Stamped
 from rota.runtime.services.readiness import Readiness
 from rota.runtime.services.results import Completions
 from rota.runtime.services.schedules import ScheduleControl
+from rota.runtime.services.workflows import Workflows
 from rota.store import CallerConnection, Store, open_store
 from rota.tasks import Handler, TaskDefinition, TaskOptions, TaskRegistry
+from rota.workflow_calls import WorkflowCalls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Rota:
+class Rota(WorkflowCalls):
     """Durable jobs and cron on one database.
 
     >>> rota = Rota("sqlite:///app.db", concurrency=10)
@@ -102,6 +103,7 @@ class Rota:
         self._schedules = ScheduleControl(common, payload_bytes, self._enqueuing.target, gate)
         queues = tuple(self.config.queues or {})
         self._control = Control(common, self._schedules, queues, gate, announcer)
+        self._workflows = Workflows(common, gate, payload_bytes)
         self._inspection = Inspection(self.store, self.clock, gate)
         self._host = Host(
             common, self.config, self._readiness, wakeups, announcer, self._schedules.sync_code
@@ -298,10 +300,6 @@ class Rota:
         """Cancel a job (int id) or a schedule (its name); ``False`` if there is none or it had
         ended.  A running job is stopped at its worker's next heartbeat."""
         return self._control.cancel(id)
-
-    def steps(self, job_id: int) -> list[Step]:
-        """The job's saved workflow steps, oldest first; ``JobNotFound`` if there is no job."""
-        return self._control.steps(job_id)
 
     def retry(self, job_id: int) -> bool:
         """Move a failed or cancelled job back to pending with a fresh attempt budget."""

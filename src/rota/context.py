@@ -73,6 +73,8 @@ class Workflow(Protocol):
 
     def sleep(self, name: str, duration: float | timedelta) -> Any: ...
 
+    def wait_for(self, signal: str, timeout: float | timedelta | None) -> Any: ...
+
 
 @dataclass
 class JobContext:
@@ -128,6 +130,15 @@ class JobContext:
         spent and no worker held; when the job runs again after that moment, return at once.
         In an async handler, ``await`` it."""
         return self._workflow("sleep").sleep(name, duration)
+
+    def wait_for(self, signal: str, timeout: float | timedelta | None = None) -> Any:
+        """The payload of the first signal named ``signal`` sent to this job (``rota.signal``)
+        that no earlier wait took, sent before this call or after: if none is there yet, end
+        the attempt here and park the job ``waiting`` (no attempt spent, no worker held) until
+        one arrives or ``timeout`` passes, and return ``None`` after a timeout. A wait is a
+        step: once it returned, a later run gets the same payload at once. In an async
+        handler, ``await`` it."""
+        return self._workflow("wait_for").wait_for(signal, timeout)
 
     def _workflow(self, call: str) -> Workflow:
         if self.workflow is None:

@@ -133,3 +133,26 @@ def long_first_attempt(ctx: JobContext, seconds: float) -> None:
 
 app.task(isolation="process", retries=3, retry_delay=0)(isolated_app.stubborn)
 """Its first run ignores SIGTERM in a child process of its own: only SIGKILL stops it."""
+
+
+@app.task(retries=3, retry_delay=0)
+def two_steps(ctx: JobContext) -> str:
+    """A workflow of two steps, each appending a line to ``<dir>/<job id>.<step>.runs`` (its
+    side effect); attempt 1 blocks between them until its worker is killed."""
+
+    def side_effect(step: str) -> str:
+        path = MARKS / f"{ctx.job_id}.{step}.runs"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(descriptor, f"{ctx.attempt} {os.getpid()}\n".encode())
+        finally:
+            os.close(descriptor)
+        return f"{step} done by {os.getpid()}"
+
+    first = ctx.step("first", side_effect, "first")
+    mark(ctx, "between")
+    if ctx.attempt == 1:
+        ctx.cancelled.wait(120)
+        raise RuntimeError("attempt 1 was meant to be killed between its steps")
+    second = ctx.step("second", side_effect, "second")
+    return f"{first}; {second}"

@@ -124,6 +124,8 @@ def test_manual_retry_resets_the_budget_and_keeps_history() -> None:
 
 
 # DESIGN.md's job states, written out here: a change to ``EDGES`` must change this too.
+UNTIL = NOW + timedelta(days=3)
+"""When a sleep ends, or a wait times out."""
 GRAPH = {
     (JobState.PENDING, JobState.RUNNING),
     (JobState.PENDING, JobState.CANCELLED),
@@ -134,6 +136,9 @@ GRAPH = {
     (JobState.RUNNING, JobState.FAILED),
     (JobState.RUNNING, JobState.CANCELLED),
     (JobState.RUNNING, JobState.PENDING),
+    (JobState.RUNNING, JobState.WAITING),
+    (JobState.WAITING, JobState.PENDING),
+    (JobState.WAITING, JobState.CANCELLED),
     (JobState.FAILED, JobState.PENDING),
     (JobState.CANCELLED, JobState.PENDING),
 }
@@ -167,6 +172,10 @@ def expected(kind: VerdictKind, attempt: int, max_attempts: int | None) -> tuple
         return (JobState.CANCELLED, attempt, None)
     if kind in (VerdictKind.RELEASED, VerdictKind.SNOOZED):
         return (JobState.PENDING, attempt - 1, NOW)
+    if kind is VerdictKind.PARKED:
+        return (JobState.PENDING, attempt - 1, UNTIL)
+    if kind is VerdictKind.WAITING:
+        return (JobState.WAITING, attempt - 1, UNTIL)
     budget = max_attempts if max_attempts is not None else POLICY.retries + 1
     if attempt < budget:
         back_off = min(POLICY.cap, POLICY.delay * 2 ** (attempt - 1))
@@ -185,7 +194,10 @@ def test_every_outcome_takes_its_edge_and_final_states_stamp_the_time(
     job = running(attempt=attempt, max_attempts=max_attempts)
     failing = kind in (VerdictKind.FAILED, VerdictKind.TIMED_OUT)
     error = AttemptError(attempt, NOW, "X", "X", "x") if failing else None
-    transition = after_attempt(job, Verdict(kind, error), NOW, POLICY, random.Random(0))
+    parked = kind in (VerdictKind.PARKED, VerdictKind.WAITING)
+    signal = "approved" if kind is VerdictKind.WAITING else None
+    verdict = Verdict(kind, error, until=UNTIL if parked else None, signal=signal)
+    transition = after_attempt(job, verdict, NOW, POLICY, random.Random(0))
     target, next_attempt, run_at = expected(kind, attempt, max_attempts)
     assert (transition.job_id, transition.source, transition.at) == (7, JobState.RUNNING, NOW)
     assert (transition.target, transition.attempt, transition.run_at) == (

@@ -25,6 +25,7 @@ from rota.cli.common import (
     render,
 )
 from rota.cli.tables import NAME, PROSE, Column, Grid
+from rota.core.checks import LATEST
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
 from rota.core.model import FINISHED_WINDOW, Job, JobState
@@ -116,8 +117,10 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     with connected(url, table_prefix) as rota:
         found = rota.job(job_id)
         needed_by = rota.inspect.dependents(job_id)
+        steps = rota.steps(job_id)
     if as_json:
-        emit_json({**job_dict(found, full=True), "needed_by": needed_by})
+        saved = [vars(step) for step in steps]
+        emit_json({**job_dict(found, full=True), "needed_by": needed_by, "steps": saved})
         return
     facts = [
         ("id", str(found.id)),
@@ -147,6 +150,9 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
     elif found.lease_owner is not None:
         facts.append(("ran on", found.lease_owner))
+    if found.state is JobState.WAITING and found.waiting_for is not None:
+        until = "no timeout" if found.run_at >= LATEST else f"until {when(found.run_at)}"
+        facts.append(("waits for", f"signal {found.waiting_for!r}, {until}"))
     if found.snoozes:
         facts.append(("snoozes", str(found.snoozes)))
     if found.depends_on:
@@ -167,6 +173,12 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         click.echo(f"  unreadable: {visible(found.payload_error)}")
     click.echo(f"  args:   {as_json_text(list(found.args))}")
     click.echo(f"  kwargs: {as_json_text(found.kwargs)}")
+    if steps:
+        click.echo("")
+        click.echo(f"steps ({len(steps)})")
+        for step in steps:
+            shown = as_json_text(step.result)
+            click.echo(f"  {visible(step.name)} at {when(step.finished_at)}: {shown}")
     if found.state is JobState.SUCCEEDED:
         click.echo("")
         click.echo("result")
@@ -325,6 +337,7 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
             cancel_requested=job.cancel_requested,
             lease_owner=job.lease_owner,
             lease_until=job.lease_until,
+            waiting_for=job.waiting_for,
         )
     return data
 

@@ -45,6 +45,7 @@ class EventName(str, Enum):
     JOB_RETRYING = "job.retrying"
     JOB_SNOOZED = "job.snoozed"
     JOB_SLEEPING = "job.sleeping"
+    JOB_WAITING = "job.waiting"
     JOB_TIMED_OUT = "job.timed_out"
     JOB_CHILD_KILLED = "job.child_killed"
     JOB_CANCELLED = "job.cancelled"

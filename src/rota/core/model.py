@@ -25,6 +25,8 @@ class JobState(str, Enum):
     PENDING = "pending"
     PAUSED = "paused"
     RUNNING = "running"
+    WAITING = "waiting"
+    """Parked by ``ctx.wait_for`` until a signal arrives or its timeout passes."""
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -203,6 +205,9 @@ class Job:
     such a job is listed with it, and left alone."""
     namespace: str = DEFAULT_NAMESPACE
     """The service the job belongs to (``Rota(namespace=...)``): only its workers claim it."""
+    waiting_for: str | None = None
+    """The signal a ``waiting`` job waits for (its ``run_at``: until when), kept until the run
+    it wakes to takes the signal or finds the wait timed out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,14 +376,16 @@ def _zeros() -> dict[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class DrainResult:
-    """What ``Rota.drain()`` did: attempts that succeeded, failed for good, will retry, or were
-    cancelled."""
+    """What ``Rota.drain()`` did: attempts that succeeded, failed for good, will run again (a
+    retry, a snooze, a durable sleep), were cancelled, or parked their job ``waiting`` for a
+    signal."""
 
     succeeded: int = 0
     failed: int = 0
     retried: int = 0
     cancelled: int = 0
+    waiting: int = 0
 
     @property
     def total(self) -> int:
-        return self.succeeded + self.failed + self.retried + self.cancelled
+        return self.succeeded + self.failed + self.retried + self.cancelled + self.waiting

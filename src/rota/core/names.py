@@ -23,6 +23,7 @@ LIMITS = {
     "actor": 255,
     "namespace": 64,
     "step": 200,
+    "signal": 190,
 }
 """Characters of each kind of name; the schema's columns are this wide."""
 

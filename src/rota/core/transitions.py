@@ -15,15 +15,19 @@
          ▼  │
         paused ───────────────────── cancel ──────────────▶ cancelled
 
+        running ── wait_for ──▶ waiting ── signal / timeout ──▶ pending
+                                waiting ── cancel ────────────▶ cancelled
+
         failed, cancelled ── manual retry ──▶ pending    (API, CLI or dashboard)
 
 ``retry`` spends an attempt and waits for the back-off (or the delay of a handler's
 ``Retry``); ``release`` (graceful shutdown) and a durable sleep (``ctx.sleep``: parked until
-it ends) give the attempt back; ``snooze`` (a handler's
-``Snooze``) gives it back too and counts one more of the job's ``max_snoozes``; ``rescue`` is a
-retry decided for a job whose lease expired.  ``succeed`` carries the handler's result as JSON.
-The store writes a transition as a compare-and-set on ``state = 'running'`` and the lease
-owner, so a worker that finishes after its job was rescued changes nothing.
+it ends) give the attempt back, and so does ``wait_for``, which parks the job ``waiting``
+until a signal or its timeout; ``snooze`` (a handler's ``Snooze``) gives it back too and
+counts one more of the job's ``max_snoozes``; ``rescue`` is a retry decided for a job whose
+lease expired.  ``succeed`` carries the handler's result as JSON.  The store writes a
+transition as a compare-and-set on ``state = 'running'`` and the lease owner, so a worker that
+finishes after its job was rescued changes nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ EDGES: frozenset[tuple[JobState, JobState]] = frozenset(
         (JobState.RUNNING, JobState.FAILED),
         (JobState.RUNNING, JobState.CANCELLED),
         (JobState.RUNNING, JobState.PENDING),
+        (JobState.RUNNING, JobState.WAITING),
+        (JobState.WAITING, JobState.PENDING),
+        (JobState.WAITING, JobState.CANCELLED),
         (JobState.FAILED, JobState.PENDING),
         (JobState.CANCELLED, JobState.PENDING),
     }
@@ -66,6 +73,8 @@ class VerdictKind(str, Enum):
     SNOOZED = "snoozed"
     PARKED = "parked"
     """A durable sleep (``ctx.sleep``): pending until ``Verdict.until``, the attempt given back."""
+    WAITING = "waiting"
+    """``ctx.wait_for``: waiting for ``Verdict.signal`` until ``Verdict.until``, likewise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +91,9 @@ class Verdict:
     result: str | None = None
     """The handler's return value as JSON (``None`` when it returned ``None``)."""
     until: datetime | None = None
-    """When a parked job runs again."""
+    """When a parked job runs again; a waiting one's timeout."""
+    signal: str | None = None
+    """The signal a waiting job waits for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +111,8 @@ class Transition:
     result: str | None = None
     snoozes: int | None = None
     """The job's new snooze count, when the transition changes it."""
+    waiting_for: str | None = None
+    """The signal a job parked ``waiting`` waits for."""
     held: int | None = None
     """For a running job, the attempt it was held at: the store applies the transition only
     while the job is still at that attempt, so that the late outcome of a claim that lost its
@@ -150,9 +163,17 @@ def _after_attempt(
         )
     if verdict.kind is VerdictKind.SNOOZED:
         return _snooze(job, verdict.delay or 0.0, now, policy)
-    if verdict.kind is VerdictKind.PARKED:
+    if verdict.kind in (VerdictKind.PARKED, VerdictKind.WAITING):
+        waiting = verdict.kind is VerdictKind.WAITING
+        target = JobState.WAITING if waiting else JobState.PENDING
         return Transition(
-            job.id, JobState.RUNNING, JobState.PENDING, job.attempt - 1, now, run_at=verdict.until
+            job.id,
+            JobState.RUNNING,
+            target,
+            job.attempt - 1,
+            now,
+            run_at=verdict.until,
+            waiting_for=verdict.signal,
         )
     errors = job.errors + ((verdict.error,) if verdict.error else ())
     return _retry_or_fail(job, errors, verdict.retryable, now, policy, rng, verdict.delay)

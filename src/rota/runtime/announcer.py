@@ -149,6 +149,9 @@ class Announcer:
         elif kind is VerdictKind.PARKED:
             event, level = EventName.JOB_SLEEPING, logging.INFO
             details = {"until": transition.run_at, **details}
+        elif kind is VerdictKind.WAITING:
+            event, level = EventName.JOB_WAITING, logging.INFO
+            details = {"signal": transition.waiting_for, "until": transition.run_at, **details}
         elif kind is VerdictKind.SNOOZED:
             event, level = EventName.JOB_SNOOZED, logging.INFO
             delay = round(verdict.delay or 0.0, 3) if verdict is not None else 0.0

@@ -31,7 +31,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from rota.core.model import AttemptError, JobRef, JobState
 from rota.errors import ErrorCode, InvalidArguments
 from rota.store.database import Database
-from rota.store.rows import WAITING, _attempt_errors, errors_json
+from rota.store.rows import UNSTARTED, _attempt_errors, errors_json
 from rota.store.values import Cascaded
 
 SUCCEEDED = JobState.SUCCEEDED.value
@@ -202,7 +202,7 @@ class SqlDependencies:
             query = (
                 select(jobs.c.id, jobs.c.task, jobs.c.queue, jobs.c.schedule)
                 .add_columns(jobs.c.attempt, jobs.c.errors)
-                .where(jobs.c.id.in_(chunk), jobs.c.state.in_(WAITING))
+                .where(jobs.c.id.in_(chunk), jobs.c.state.in_(UNSTARTED))
                 .with_for_update()
             )
             for row in connection.execute(query):
@@ -215,7 +215,7 @@ class SqlDependencies:
             for chunk in _chunks(ids):
                 connection.execute(
                     update(jobs)
-                    .where(jobs.c.id.in_(chunk), jobs.c.state.in_(WAITING))
+                    .where(jobs.c.id.in_(chunk), jobs.c.state.in_(UNSTARTED))
                     .values(state=CANCELLED, finished_at=now, unique_key=None, errors=errors)
                 )
         return sorted(cancelled, key=lambda each: each.job.id)

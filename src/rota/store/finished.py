@@ -34,9 +34,9 @@ from rota.core.transitions import Transition
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
-from rota.store.steps import SqlSteps
 from rota.store.values import Pruned
 from rota.store.windows import HOUR, MARK, FinishedWindows, hour_of
+from rota.store.workflow import SqlWorkflow
 
 GROUPED = ("namespace", "state", "queue", "task")
 """The columns a tally counts finished jobs by (its key); the fold is one for every namespace."""
@@ -58,7 +58,7 @@ class SqlFinished:
         self.hours = database.schema.hour_tallies
         self.windows = FinishedWindows(database)
         self.dependencies = SqlDependencies(database)
-        self.steps = SqlSteps(database)
+        self.workflow = SqlWorkflow(database)
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
         """The namespace's live jobs, and its finished ones: all of them (tallies before the
@@ -197,10 +197,10 @@ class SqlFinished:
             for row in connection.execute(folded.group_by(*columns)):
                 namespace, state, queue, task, n = tuple(row)
                 groups[namespace, state, queue, task] = -int(n)
-            flags = (jobs.c.has_dependencies, jobs.c.has_steps)
+            flags = (jobs.c.has_dependencies, jobs.c.has_workflow)
             linked = connection.execute(select(jobs.c.id, *flags).where(batch, or_(*flags))).all()
             self.dependencies.forget(connection, [job for job, depends, _ in linked if depends])
-            self.steps.forget(connection, [job for job, _, stepped in linked if stepped])
+            self.workflow.forget(connection, [job for job, _, stepped in linked if stepped])
             deleted = connection.execute(delete(jobs).where(batch)).rowcount
             self._add(connection, groups, hour)
             return Pruned(int(deleted), through)

@@ -25,7 +25,7 @@ from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
 from rota.store.limits import FlowClaims
 from rota.store.rows import (
     RUNNING,
-    WAITING,
+    UNSTARTED,
     errors_json,
     job_values,
     lease_expired,
@@ -35,6 +35,7 @@ from rota.store.rows import (
 from rota.store.sizes import by_size
 from rota.store.successes import FINISHED, Successes
 from rota.store.values import Applied
+from rota.store.workflow import SqlWorkflow
 
 
 class SqlJobs:
@@ -45,6 +46,7 @@ class SqlJobs:
         self.flow = FlowClaims(database)
         self.dependencies = SqlDependencies(database)
         self.candidates = ClaimCandidates(database, self.dependencies)
+        self.workflow = SqlWorkflow(database)
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
@@ -204,6 +206,10 @@ class SqlJobs:
         for t in transitions:
             if t.target is JobState.SUCCEEDED:
                 continue
+            if t.target is JobState.WAITING:
+                if self.workflow.park(connection, t, guard):
+                    applied.add(t.job_id)
+                continue
             values: dict[str, Any] = {
                 "state": t.target.value,
                 "attempt": t.attempt,
@@ -302,11 +308,17 @@ class SqlJobs:
         jobs = self.table
 
         def work(connection: Connection) -> Applied | None:
-            pending = and_(jobs.c.id == job_id, jobs.c.state.in_(WAITING))
+            parked = (*UNSTARTED, JobState.WAITING.value)
+            pending = and_(jobs.c.id == job_id, jobs.c.state.in_(parked))
             if connection.execute(
                 update(jobs)
                 .where(pending)
-                .values(state=JobState.CANCELLED.value, finished_at=now, unique_key=None)
+                .values(
+                    state=JobState.CANCELLED.value,
+                    finished_at=now,
+                    unique_key=None,
+                    waiting_for=None,
+                )
             ).rowcount:
                 cascaded = self.dependencies.cascade(connection, [job_id], now)
                 return Applied(frozenset({job_id}), tuple(cascaded))

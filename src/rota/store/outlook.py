@@ -1,8 +1,9 @@
 """An idle worker's one look at the database per poll: is a job due for it, has a lease
-expired, when is the next tick?  Three index-served subqueries in one ``SELECT``, so that a
-worker with nothing to do sends one statement a poll instead of one per loop (the claim's
-paused queues and candidates, the rescue's expired leases, the scheduler's due schedules and
-next tick); each loop runs its own statements only when the look says there is work for it.
+expired or a wait timed out, when is the next tick?  Index-served subqueries in one ``SELECT``,
+so that a worker with nothing to do sends one statement a poll instead of one per loop (the
+claim's paused queues and candidates, the rescue's expired leases and timed-out waits, the
+scheduler's due schedules and next tick); each loop runs its own statements only when the look
+says there is work for it.
 
 The look is a plain read (nothing locked): the claim and the rescue that follow decide.  Its
 ``jobs_due`` applies the claim's own filters (queue open, task known, due, dependencies
@@ -17,6 +18,7 @@ from datetime import datetime
 
 from sqlalchemy import false, or_, select
 
+from rota.core.model import JobState
 from rota.store.database import Database
 from rota.store.jobs import SqlJobs
 from rota.store.rows import aware, lease_expired
@@ -39,10 +41,13 @@ class SqlOutlook:
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
         unblocked = due.where(jobs.c.has_dependencies, self.jobs.dependencies.unblocked()).exists()
-        expired = select(jobs.c.id).where(lease_expired(jobs, now), self.database.mine(jobs))
+        mine = self.database.mine(jobs)
+        expired = select(jobs.c.id).where(lease_expired(jobs, now), mine)
+        waited = (jobs.c.state == JobState.WAITING.value, jobs.c.run_at <= now)
+        timed_out = select(jobs.c.id).where(mine, *waited)
         query = select(
             (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
-            expired.exists().label("leases_expired"),
+            or_(expired.exists(), timed_out.exists()).label("leases_expired"),
             self.schedules.next_due_query().scalar_subquery().label("next_tick"),
         )
         ((jobs_due, leases_expired, next_tick),) = self.database.fetch(query)

@@ -20,7 +20,7 @@ from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
-from rota.store.rows import RUNNING, WAITING, _attempt_errors, _progress, in_states, to_job
+from rota.store.rows import RUNNING, UNSTARTED, _attempt_errors, _progress, in_states, to_job
 from rota.store.values import JobSummary
 from rota.store.windows import FinishedWindows
 
@@ -35,8 +35,8 @@ LIVE_COLUMNS = [
 ]
 """The columns a line of ``Rota.jobs()`` is made of: fewer than a summary's, as it lists every
 live job."""
-LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-PENDING, PAUSED = WAITING
+LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING, JobState.WAITING)
+PENDING, PAUSED = UNSTARTED
 
 
 class SqlReads:
@@ -163,7 +163,7 @@ class SqlReads:
     def waiting_queues(self) -> set[str]:
         """Queues with pending or paused jobs, read from the claim index."""
         jobs = self.table
-        waiting = (self.database.mine(jobs), jobs.c.state.in_(WAITING))
+        waiting = (self.database.mine(jobs), jobs.c.state.in_(UNSTARTED))
         query = select(jobs.c.queue).where(*waiting).distinct()
         return {queue for (queue,) in self.database.fetch(query)}
 

@@ -45,7 +45,7 @@ from rota.store.events import EventSink
 from rota.store.values import UnreadableRow
 
 RUNNING = JobState.RUNNING.value
-WAITING = (JobState.PENDING.value, JobState.PAUSED.value)
+UNSTARTED = (JobState.PENDING.value, JobState.PAUSED.value)
 """States whose jobs have yet to run: pending, or paused by hand or with their queue."""
 UNREADABLE_QUOTE = 500
 REPORTED_ROWS = 1000
@@ -159,6 +159,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         payload_error="; ".join(problems) or None,
         unknown_state=data["state"] if state is JobState.UNKNOWN else None,
         namespace=data["namespace"],
+        waiting_for=data.get("waiting_for"),
     )
 
 

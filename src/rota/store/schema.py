@@ -93,6 +93,7 @@ class Schema:
     task_sets: Table
     hour_tallies: Table
     steps: Table
+    signals: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -138,7 +139,8 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("concurrency_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("rate_key", String(FLOW_KEY_LENGTH), nullable=True),
         Column("has_dependencies", Boolean, nullable=False, server_default=false()),
-        Column("has_steps", Boolean, nullable=False, server_default=false()),
+        Column("has_workflow", Boolean, nullable=False, server_default=false()),
+        Column("waiting_for", String(LIMITS["signal"]), nullable=True),
         Index(f"ix_{prefix}jobs_claim", *CLAIM_INDEX),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
@@ -282,10 +284,24 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
     steps = Table(
         f"{prefix}steps",
         metadata,
-        Column("job_id", BigId, primary_key=True, autoincrement=False),
-        Column("name", String(STEP_NAME_LENGTH), primary_key=True),
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("job_id", BigId, nullable=False),
+        Column("name", String(STEP_NAME_LENGTH), nullable=False),
         Column("result", LongText, nullable=True),
         Column("finished_at", UtcDateTime, nullable=False),
+        Index(f"uq_{prefix}steps_name", "job_id", "name", unique=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
+    signals = Table(
+        f"{prefix}signals",
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("job_id", BigId, nullable=False),
+        Column("name", String(LIMITS["signal"]), nullable=False),
+        Column("payload", LongText, nullable=True),
+        Column("sent_at", UtcDateTime, nullable=False),
+        Column("taken_by", String(STEP_NAME_LENGTH), nullable=True),
+        Index(f"ix_{prefix}signals_mailbox", "job_id", "name", "id"),
         **MYSQL_TABLE_OPTIONS,
     )
     return Schema(
@@ -303,4 +319,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         task_sets=task_sets,
         hour_tallies=hour_tallies,
         steps=steps,
+        signals=signals,
     )

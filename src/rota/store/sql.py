@@ -3,7 +3,7 @@
 It holds no SQL of its own: its sub-stores are the siblings that own the tables involved,
 ``jobs.py`` (a job's life), ``finished.py`` (retry, prune, fold, counts), ``reads.py``
 (inspection), ``cluster.py`` (workers, leases, paused queues), ``schedules.py`` and
-``steps.py`` (workflow steps), all over
+``workflow.py`` (workflow steps and signals), all over
 one shared ``Database``; what concerns the whole database goes to ``database.py``,
 ``migrate.py``, ``outlook.py``, ``unreadable.py`` and ``signals.py``.
 """
@@ -32,9 +32,9 @@ from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, jobs_channel
 from rota.store.signals import ListeningConnection
-from rota.store.steps import SqlSteps
 from rota.store.unreadable import SqlUnreadable
 from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
+from rota.store.workflow import SqlWorkflow
 
 
 def open_store(
@@ -59,7 +59,7 @@ class SqlStore:
         self.cluster = SqlCluster(database)
         self.reads = SqlReads(database, self.cluster)
         self.schedules = SqlSchedules(database)
-        self.steps = SqlSteps(database)
+        self.workflow = SqlWorkflow(database)
         self._lender = Lender(database)
         self._outlook = SqlOutlook(database, self.jobs, self.schedules)
         self._unreadable = SqlUnreadable(database)

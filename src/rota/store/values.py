@@ -100,7 +100,8 @@ class Outlook:
     jobs_due: bool
     """A pending job of the served queues and tasks is due, in an open queue."""
     leases_expired: bool
-    """A running job's lease has expired: the rescue has work."""
+    """A running job's lease has expired, or a waiting job's timeout passed: the rescue has
+    work."""
     next_tick: datetime | None
     """The earliest next run of an active schedule."""
     at: datetime
@@ -164,3 +165,12 @@ class Loan:
 
     connection: object
     serial: AbstractContextManager[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """What a wait found in its job's mailbox: the payload (JSON) of the oldest untaken signal
+    of its name, if there was one."""
+
+    found: bool
+    payload: str | None = None

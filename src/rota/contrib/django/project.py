@@ -43,6 +43,7 @@ ROTA_ATTRIBUTES = frozenset(
         "_inspection",
         "_readiness",
         "_schedules",
+        "_workflows",
         "clock",
         "events",
         "store",

@@ -192,7 +192,7 @@ class Host:
             max_snoozes=self.config.max_snoozes,
             max_result_bytes=self.config.max_result_bytes,
             events=self.events,
-            steps=self.store.steps,
+            workflow=self.store.workflow,
             db_call=self._db_call,
         )
 

@@ -16,7 +16,6 @@ from rota.core.events import EventName
 from rota.core.model import Job, JobState
 from rota.core.names import check_name
 from rota.core.schedules import ScheduleState
-from rota.core.steps import Step
 from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
 from rota.runtime.announcer import Announcer
@@ -125,11 +124,6 @@ class Control:
     def prune(self, retention: Retention) -> int:
         self.gate.ensure_ready()
         return prune_finished(self.store, retention, self.clock.now())
-
-    def steps(self, id: object) -> list[Step]:
-        """The job's saved steps; ``JobNotFound`` if there is no such job."""
-        found = self.find(id)
-        return self.store.steps.saved(found.id)
 
     def find(self, id: object) -> Job:
         """The job's record; ``JobNotFound`` (code ``JOB_NOT_FOUND``) if there is none."""

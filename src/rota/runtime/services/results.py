@@ -36,29 +36,36 @@ from rota.errors import (
     JobFailed,
     JobNotFound,
     ResultTimeout,
+    RotaError,
 )
 from rota.runtime.timer import Timer
 
 FIRST_POLL = 0.05
 
 
-def encode(value: Any, max_bytes: int) -> str | None:
-    """A handler's return value as JSON text (``None`` stays ``None``: no result), or
-    ``InvalidResult`` saying why it cannot be kept."""
+def encode(
+    value: Any,
+    max_bytes: int,
+    what: str = "result",
+    error: type[RotaError] = InvalidResult,
+) -> str | None:
+    """A handler's return value (or another value kept as JSON, ``what`` naming it in the
+    messages) as JSON text (``None`` stays ``None``: no value), or ``error`` (``InvalidResult``)
+    saying why it cannot be kept."""
     if value is None:
         return None
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         size = len(text.encode())
-    except (TypeError, ValueError, RecursionError) as error:
-        raise InvalidResult(
-            f"the handler returned a {type(value).__qualname__} that is not JSON: {error}"
+    except (TypeError, ValueError, RecursionError) as problem:
+        raise error(
+            f"the {what} is a {type(value).__qualname__} that is not JSON: {problem}"
         ) from None
     brackets = text.count("[") + text.count("{")
     if brackets > payload.MAX_NESTING and payload.nested_deeper(value, payload.MAX_NESTING):
-        raise InvalidResult(f"the result is nested more than {payload.MAX_NESTING} levels deep")
+        raise error(f"the {what} is nested more than {payload.MAX_NESTING} levels deep")
     if size > max_bytes:
-        raise InvalidResult(f"the result is {size} bytes as JSON, over the {max_bytes} limit")
+        raise error(f"the {what} is {size} bytes as JSON, over the {max_bytes} limit")
     return text
 
 

@@ -45,7 +45,7 @@ from rota.runtime.worker import isolation
 from rota.runtime.worker.journal import DbCall, Journal, Parked
 from rota.runtime.worker.progress import ProgressBoard
 from rota.runtime.worker.threads import Threads
-from rota.store.base import StepStore
+from rota.store.base import WorkflowStore
 from rota.tasks import TaskDefinition, TaskRegistry
 
 MAX_MESSAGE = 2_000
@@ -98,12 +98,13 @@ class Executor:
         max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         events: EventLog | None = None,
-        steps: StepStore | None = None,
+        workflow: WorkflowStore | None = None,
         db_call: DbCall | None = None,
     ) -> None:
         """``events`` hears an isolated child killed for not stopping (``isolation``): how an
-        attempt ended is announced once written, not here. ``steps`` keeps workflow steps
-        (``journal``), which an async handler's journal reaches through ``db_call``."""
+        attempt ended is announced once written, not here. ``workflow`` keeps workflow steps
+        and signals (``journal``), which an async handler's journal reaches through
+        ``db_call``."""
         self.timer = Timer(clock)
         self.events = events or EventLog()
         self.registry = registry
@@ -112,7 +113,7 @@ class Executor:
         self.rng = rng or random.Random()
         self.max_snoozes = max_snoozes
         self.max_result_bytes = max_result_bytes
-        self.steps = steps
+        self.workflow = workflow
         self.db_call = db_call
         self.progress = ProgressBoard()
         """Handlers' latest ``ctx.progress``, which the worker's heartbeat writes."""
@@ -153,9 +154,9 @@ class Executor:
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
         )
-        if self.steps is not None and definition.isolation != "process":
+        if self.workflow is not None and definition.isolation != "process":
             call = self.db_call if definition.is_async else None
-            ctx.workflow = Journal(job, self.steps, self.clock, self.max_result_bytes, call)
+            ctx.workflow = Journal(job, self.workflow, self.clock, self.max_result_bytes, call)
         started = time.monotonic()
         runner, thread = self._start(definition, ctx, job)
         timeout = self.timer.after(definition.timeout) if definition.timeout else None
@@ -208,7 +209,8 @@ class Executor:
         if isinstance(exc, Snooze):
             return Verdict(VerdictKind.SNOOZED, delay=exc.delay), None
         if isinstance(exc, Parked):
-            return Verdict(VerdictKind.PARKED, until=exc.until), None
+            kind = VerdictKind.PARKED if exc.signal is None else VerdictKind.WAITING
+            return Verdict(kind, until=exc.until, signal=exc.signal), None
         error = self._error(job, exc)
         if isinstance(exc, Retry):
             return Verdict(VerdictKind.FAILED, error, delay=exc.delay), exc

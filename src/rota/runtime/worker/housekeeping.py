@@ -86,8 +86,9 @@ class Housekeeping:
         return [job for job in jobs if job.id not in lost]
 
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
-        """Every poll, return expired leases' jobs to pending; skipped while a fresh outlook
-        says none expired (an idle worker's look covers it, and wakes this loop when one has)."""
+        """Every poll, return expired leases' jobs to pending and wake timed-out waits; skipped
+        while a fresh outlook says there is neither (an idle worker's look covers both, and
+        wakes this loop when there is)."""
         backoff = LoopBackoff("rescue", self.max_backoff, self.events)
         while True:
             delay = poll_interval
@@ -102,11 +103,13 @@ class Housekeeping:
             await self.timer.wait(self._expired, delay)
 
     async def rescue_once(self, batch: int) -> int:
+        """Rescue expired leases, and wake the waits whose timeout passed; how many jobs."""
         now = self.executor.clock.now()
         count: int = await self._db(
             rescue_expired, self.store, self.executor, self.announcer, now, batch, self.alerts
         )
-        return count
+        woken: int = await self._db(self.store.workflow.wake_timed_out, now, batch)
+        return count + woken
 
     async def pruning(self, interval: float, retention: Retention) -> None:
         """Every ``interval``, a prune pass while this worker holds the prune lease (taken for

@@ -4,7 +4,7 @@ A run replays from the top each time the job runs again (a retry, a resume after
 journal reads the job's saved steps once, at its first step, and answers each step it has
 already saved with the saved result instead of calling the function again. A step that is not
 saved yet runs, and its JSON result is committed, fenced by the job's lease, before ``step``
-returns (``StepStore.save``); it returns the value as saved (JSON's round trip), the same value
+returns (``WorkflowStore.save``); it returns the value as saved (JSON's round trip), the same value
 a replay returns. A worker that lost the lease meanwhile saves nothing and the attempt ends
 with ``LeaseLost``.
 
@@ -26,31 +26,41 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core import checks
+from rota.core.checks import LATEST
 from rota.core.clock import Clock
 from rota.core.model import Job
+from rota.core.names import name_problem
 from rota.core.steps import Occurrences, Step
 from rota.errors import InvalidArguments, InvalidResult, LeaseLost
 from rota.runtime.services import results
-from rota.store.base import StepStore
+from rota.store.base import WorkflowStore
+from rota.store.values import Taken
 
 DbCall = Callable[..., Awaitable[Any]]
 """Runs a store method in the worker's database threads."""
 
 
-class Parked(BaseException):
-    """Raised by ``ctx.sleep`` to end the attempt until ``until``: a ``BaseException`` so that a
-    handler's ``except Exception`` cannot swallow it; the executor turns it into the park."""
+WAIT = "wait_for:"
+"""What a wait's step is named after: ``wait_for:<signal>``, numbered like any step."""
 
-    def __init__(self, until: datetime) -> None:
-        super().__init__(f"sleeping until {until.isoformat()}")
+
+class Parked(BaseException):
+    """Raised by ``ctx.sleep`` and ``ctx.wait_for`` to end the attempt until ``until`` (for a
+    wait, or until ``signal`` arrives): a ``BaseException`` so that a handler's ``except
+    Exception`` cannot swallow it; the executor turns it into the park."""
+
+    def __init__(self, until: datetime, signal: str | None = None) -> None:
+        waiting = "" if signal is None else f"waiting for {signal!r} "
+        super().__init__(f"{waiting}until {until.isoformat()}")
         self.until = until
+        self.signal = signal
 
 
 class Journal:
     def __init__(
         self,
         job: Job,
-        store: StepStore,
+        store: WorkflowStore,
         clock: Clock,
         max_result_bytes: int,
         db_call: DbCall | None,
@@ -64,6 +74,8 @@ class Journal:
         self.db_call = db_call
         self.names = Occurrences()
         self._saved: dict[str, Step] | None = None
+        self._woke = job.waiting_for
+        """The signal the job was parked waiting for, until the run reaches its wait."""
 
     def step(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         key = self.names.next(name)
@@ -92,6 +104,53 @@ class Journal:
             until = _moment(saved)
         self._park_unless_over(until)
         return None
+
+    def wait_for(self, signal: str, timeout: float | timedelta | None) -> Any:
+        problem = name_problem("signal", signal)
+        if problem is not None:
+            raise InvalidArguments(problem)
+        key = self.names.next(WAIT + signal)
+        length = None if timeout is None else checks.duration(timeout, InvalidArguments, "timeout")
+        if self.db_call is not None:
+            return self._await_signal(key, signal, length)
+        saved = self._saved_sync().get(key)
+        if saved is not None:
+            return saved.result
+        timed_out = self._timed_out(signal)
+        taken = self.store.take(*self._held(), signal, key, self.clock.now())
+        if taken is None or taken.found:
+            return self._taken(key, taken)
+        if not timed_out:
+            raise Parked(self._deadline(length), signal)
+        return self._save_sync(key, None)
+
+    async def _await_signal(self, key: str, signal: str, length: timedelta | None) -> Any:
+        assert self.db_call is not None
+        saved = (await self._saved_async()).get(key)
+        if saved is not None:
+            return saved.result
+        held, timed_out = self._held(), self._timed_out(signal)
+        taken = await self.db_call(self.store.take, *held, signal, key, self.clock.now())
+        if taken is None or taken.found:
+            return self._taken(key, taken)
+        if not timed_out:
+            raise Parked(self._deadline(length), signal)
+        return await self._save_async(key, None)
+
+    def _taken(self, key: str, taken: Taken | None) -> Any:
+        if taken is None:
+            raise self._lost(key)
+        return self._kept(key, taken.payload, self.clock.now())
+
+    def _timed_out(self, signal: str) -> bool:
+        """Whether the first wait this run reaches unanswered, for ``signal``, is the one the
+        job parked at and timed out: the job still names the signal, and its ``run_at``, the
+        wait's end, has passed. Asked once a run: a later wait is a new one."""
+        woke, self._woke = self._woke, None
+        return woke == signal and self.job.run_at <= self.clock.now()
+
+    def _deadline(self, length: timedelta | None) -> datetime:
+        return LATEST if length is None else self._wake_up(length)
 
     async def _astep(
         self, key: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Any

@@ -222,6 +222,7 @@ class Worker:
             failed=outcomes[JobState.FAILED],
             retried=outcomes[JobState.PENDING],
             cancelled=outcomes[JobState.CANCELLED],
+            waiting=outcomes[JobState.WAITING],
         )
 
     async def stop(self, grace: float) -> None:

@@ -17,7 +17,7 @@ database refused, ``InvalidArguments``.
     reads.py       ReadStore: one job, listings, counts per period, stranded jobs
     cluster.py     ClusterStore: workers, named leases, paused queues
     schedules.py   ScheduleStore: schedules by name, firing each tick once
-    steps.py       StepStore: a job's saved workflow steps
+    workflow.py    WorkflowStore: a job's workflow steps and signals
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from rota.store.base.seam import (
     StatementTooLarge,
     Store,
 )
-from rota.store.base.steps import StepStore
+from rota.store.base.workflow import WorkflowStore
 
 __all__ = [
     "DEPENDENTS_LISTED",
@@ -45,6 +45,6 @@ __all__ = [
     "ReadStore",
     "ScheduleStore",
     "StatementTooLarge",
-    "StepStore",
     "Store",
+    "WorkflowStore",
 ]

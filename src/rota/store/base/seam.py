@@ -13,7 +13,7 @@ from rota.store.base.cluster import ClusterStore
 from rota.store.base.jobs import CallerConnection, FinishedStore, JobStore
 from rota.store.base.reads import ReadStore
 from rota.store.base.schedules import ScheduleStore
-from rota.store.base.steps import StepStore
+from rota.store.base.workflow import WorkflowStore
 from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 MIGRATION_LOCK_TIMEOUT = 120.0
@@ -65,7 +65,7 @@ class Store(Protocol):
     def schedules(self) -> ScheduleStore: ...
 
     @property
-    def steps(self) -> StepStore: ...
+    def workflow(self) -> WorkflowStore: ...
 
     def connect(self) -> ServerInfo:
         """Reach the server and check that rota can run on it (``ConfigError`` if not)."""

@@ -1,0 +1,62 @@
+"""``store.workflow``: a job's saved workflow steps (``ctx.step``, ``ctx.sleep``) and its
+mailbox of signals (``rota.signal``, ``ctx.wait_for``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from rota.core.steps import Step
+from rota.store.values import Taken
+
+
+class WorkflowStore(Protocol):
+    def saved(self, job_id: int) -> list[Step]:
+        """The job's saved steps, in the order they were saved; none for an unknown job."""
+        ...
+
+    def save(
+        self,
+        job_id: int,
+        owner: str,
+        attempt: int,
+        name: str,
+        result: str | None,
+        now: datetime,
+    ) -> bool:
+        """Save a finished step (``result``: its value as JSON, ``None`` for JSON null),
+        fenced by the lease: only while the job is ``running`` at ``attempt`` under ``owner``'s
+        lease, and committed before this returns. ``False``, nothing written, when the lease is
+        no longer held (the job was rescued, cancelled or claimed again meanwhile)."""
+        ...
+
+    def take(
+        self,
+        job_id: int,
+        owner: str,
+        attempt: int,
+        signal: str,
+        name: str,
+        now: datetime,
+    ) -> Taken | None:
+        """Take the oldest untaken ``signal`` sent to the job and save it as the wait's step
+        ``name``, fenced as ``save`` is; ``None`` when the lease is no longer held."""
+        ...
+
+    def signal(
+        self,
+        job_ids: Sequence[int],
+        unique_key: tuple[Sequence[str], str] | None,
+        signal: str,
+        payload: str | None,
+        now: datetime,
+    ) -> bool:
+        """Send ``signal`` with ``payload`` (JSON) to the live jobs ``job_ids``, or to those
+        of the tasks holding the ``unique_key`` (tasks, key); a job waiting for it is pending
+        again at ``now``. Whether any live job was found."""
+        ...
+
+    def wake_timed_out(self, now: datetime, limit: int) -> int:
+        """Make pending up to ``limit`` waiting jobs whose timeout has passed; how many."""
+        ...
