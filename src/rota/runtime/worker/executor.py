@@ -154,7 +154,7 @@ class Executor:
             ),
             on_progress=self.progress.reporter(job.id, job.attempt),
         )
-        if self.workflow is not None and definition.isolation != "process":
+        if self.workflow is not None:
             call = self.db_call if definition.is_async else None
             ctx.workflow = Journal(job, self.workflow, self.clock, self.max_result_bytes, call)
         started = time.monotonic()

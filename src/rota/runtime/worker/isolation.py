@@ -14,7 +14,11 @@ What crosses to the child, and back:
   store (checked in the child: one that is not JSON, or over ``max_result_bytes``, fails the
   attempt with ``INVALID_RESULT``);
 * the outcome signals ``Retry``, ``Snooze`` and ``Fail``, raised again in the worker with their
-  delay or message, so they decide the attempt as in a thread;
+  delay or message, so they decide the attempt as in a thread, and a durable sleep's or wait's
+  park;
+* ``ctx.step``, ``ctx.sleep`` and ``ctx.wait_for``, over a pipe of their own to the attempt's
+  journal in the worker (``isolated_steps``): a step's function runs in the child, its result is
+  saved by the worker;
 * a ``JobContext`` with the same ``job_id``, ``task``, ``queue``, ``attempt`` and
   ``scheduled_at``, and a logger of the same name; its ``progress`` values cross back over a
   pipe of their own as they are reported (``rota.runtime.worker.progress``).
@@ -39,27 +43,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import logging
 import multiprocessing
 import os
 import signal
-import sys
-import threading
 from collections.abc import Callable
 from datetime import datetime
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from rota.context import JobContext
-from rota.core.backoff import lineage
 from rota.core.events import EventName
-from rota.core.failures import message_of, traceback_of
 from rota.errors import ExecutionFailed, InvalidResult, RotaError
 from rota.outcomes import Fail, Retry, Snooze
-from rota.runtime.services import results
-from rota.runtime.worker.progress import ProgressRelay, child_reporter
+from rota.runtime.worker.isolated_child import child_main
+from rota.runtime.worker.isolated_steps import JournalServer
+from rota.runtime.worker.journal import Journal, Parked
+from rota.runtime.worker.progress import ProgressRelay
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -73,19 +73,8 @@ KILL_AFTER = 0.5
 bound how long a real process may take to die.  Under the worker's ``INTERRUPTED_SETTLE``, so
 that at shutdown a killed child counts as stopped and its job is released, not abandoned."""
 _READ = 65_536
-_SIGNALS: dict[str, type[Exception]] = {
-    "retry": Retry,
-    "snooze": Snooze,
-    "fail": Fail,
-    "invalid_result": InvalidResult,
-}
-"""What crosses back from the child as itself, by the name its record gives."""
 
 logger = logging.getLogger("rota.isolation")
-
-
-class Terminated(BaseException):
-    """Raised in an isolated handler when the worker stops its attempt (SIGTERM)."""
 
 
 class ChildFailed(RotaError):
@@ -131,9 +120,10 @@ async def run(
             "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
             "manual": ctx.manual,
             "max_result_bytes": max_result_bytes,
+            "journal": isinstance(ctx.workflow, Journal),
         }
     )
-    child = _Child(spec, ctx.progress)
+    child = _Child(spec, ctx.progress, ctx.workflow if isinstance(ctx.workflow, Journal) else None)
     try:
         output = await child.finished()
     except BaseException:
@@ -147,14 +137,17 @@ async def run(
 class _Child:
     """One child process, the pipe it writes its outcome to, and the one that keeps it alive."""
 
-    def __init__(self, spec: str, report: Callable[[float, str | None], None]) -> None:
+    def __init__(
+        self, spec: str, report: Callable[[float, str | None], None], journal: Journal | None
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._output, child_output = context.Pipe(duplex=False)
         child_lifeline, self._lifeline = context.Pipe(duplex=False)
         self._progress, child_progress = context.Pipe(duplex=False)
+        self._journal, child_journal = context.Pipe(duplex=True)
         self.process: BaseProcess = context.Process(
-            target=_child_main,
-            args=(spec, child_output, child_lifeline, child_progress),
+            target=child_main,
+            args=(spec, child_output, child_lifeline, child_progress, child_journal),
             name="rota-isolated",
         )
         try:
@@ -163,7 +156,10 @@ class _Child:
             child_output.close()
             child_lifeline.close()
             child_progress.close()
+            child_journal.close()
         self._relay = ProgressRelay(self._progress, report)
+        if journal is not None:
+            JournalServer(self._journal, journal)
         self.pid = self.process.pid
         self.exitcode: int | None = None
         self._chunks: list[bytes] = []
@@ -242,6 +238,7 @@ class _Child:
         self._output.close()
         self._lifeline.close()
         self._progress.close()
+        self._journal.close()
         self.process.close()
 
 
@@ -269,9 +266,9 @@ def _outcome(output: bytes, exitcode: int | None, pid: int | None) -> str | None
     raise ExecutionFailed(f"child process {pid} exited with code {exitcode} and no result")
 
 
-def _rebuilt(error: dict[str, Any]) -> Exception:
-    """The child's exception in the worker: an outcome signal or ``InvalidResult`` as itself,
-    anything else as a ``ChildFailed`` named after the original."""
+def _rebuilt(error: dict[str, Any]) -> BaseException:
+    """The child's exception in the worker: an outcome signal, a park or ``InvalidResult`` as
+    itself, anything else as a ``ChildFailed`` named after the original."""
     message = str(error.get("message", ""))
     signal_ = error.get("signal")
     failure: Exception
@@ -283,6 +280,8 @@ def _rebuilt(error: dict[str, Any]) -> Exception:
         failure = Fail(message)
     elif signal_ == "invalid_result":
         failure = InvalidResult(message)
+    elif signal_ == "parked":
+        return Parked(datetime.fromisoformat(str(error["until"])), error.get("waiting_for"))
     else:
         module, _, qualname = str(error.get("type", "builtins.Exception")).rpartition(".")
         namespace: dict[str, Any] = {"__module__": module or "builtins", "__qualname__": qualname}
@@ -293,87 +292,3 @@ def _rebuilt(error: dict[str, Any]) -> Exception:
         failure = kind(message)
     failure.__cause__ = ChildTraceback(str(error.get("traceback", "")))
     return failure
-
-
-# -- in the child --------------------------------------------------------------------------
-
-
-def _child_main(spec: str, output: Connection, lifeline: Connection, progress: Connection) -> None:
-    """The child's whole life: run the handler once, write the outcome as JSON, exit."""
-    threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
-    data = json.loads(spec)
-    scheduled = data["scheduled_at"]
-    ctx = JobContext(
-        job_id=data["job_id"],
-        task=data["task"],
-        queue=data["queue"],
-        attempt=data["attempt"],
-        scheduled_at=datetime.fromisoformat(scheduled) if scheduled else None,
-        manual=data["manual"],
-        logger=logging.LoggerAdapter(
-            logging.getLogger(f"rota.task.{data['task']}"),
-            {"job_id": data["job_id"], "task": data["task"], "attempt": data["attempt"]},
-        ),
-        on_progress=child_reporter(progress),
-    )
-
-    def terminated(signum: int, frame: object) -> None:
-        ctx.cancelled.set()
-        raise Terminated("the attempt was stopped (timeout, cancel or shutdown): SIGTERM")
-
-    signal.signal(signal.SIGTERM, terminated)
-    try:
-        handler = _resolve(data["module"], data["qualname"])
-        arguments = (ctx, *data["args"]) if data["context"] else ()
-        result = handler(*arguments, **(data["kwargs"] if data["context"] else {}))
-        text = json.dumps({"result": results.encode(result, data["max_result_bytes"])})
-    except BaseException as exc:
-        text = json.dumps({"error": _record(exc)})
-    _write(output.fileno(), text.encode())
-    logging.shutdown()
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(0)  # neither wait for threads the handler left nor run the parent's atexit hooks
-
-
-def _resolve(module: str, qualname: str) -> Any:
-    target: Any = (
-        sys.modules["__main__"] if module == "__main__" else importlib.import_module(module)
-    )
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
-
-
-def _record(exc: BaseException) -> dict[str, Any]:
-    kind = type(exc)
-    record: dict[str, Any] = {
-        "type": f"{kind.__module__}.{kind.__qualname__}",
-        "message": message_of(exc),
-        "traceback": traceback_of(exc),
-        "code": exc.code if isinstance(exc, RotaError) else "",
-        # The script a worker runs is ``__mp_main__`` here: its classes match ``__main__``'s.
-        "lineage": [name.replace("__mp_main__.", "__main__.", 1) for name in lineage(exc)],
-    }
-    signal_ = next((name for name, kind in _SIGNALS.items() if isinstance(exc, kind)), None)
-    if signal_ is not None:
-        record["signal"] = signal_
-    if isinstance(exc, (Retry, Snooze)):
-        record["delay"] = exc.delay
-    elif isinstance(exc, Fail):
-        record["message"] = exc.message
-    return record
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _exit_with_parent(lifeline: Connection) -> None:
-    """End the child when the worker dies (its end of the lifeline closes): no orphan runs on."""
-    with contextlib.suppress(EOFError, OSError):
-        lifeline.recv_bytes()
-    os._exit(70)
