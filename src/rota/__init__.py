@@ -9,7 +9,7 @@ from rota.core.clock import Clock, SystemClock
 from rota.core.events import EventName
 from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
-from rota.core.steps import Step
+from rota.core.workflow import Batch, BatchStatus, Step
 from rota.enqueue import Enqueue
 from rota.errors import (
     ConfigError,
@@ -44,6 +44,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttemptError",
+    "Batch",
+    "BatchStatus",
     "Cancellation",
     "Clock",
     "ConfigError",

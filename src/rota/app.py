@@ -253,8 +253,9 @@ class Rota(WorkflowCalls):
         """Persist one job of ``task`` (a registered handler or a task name); return its id.
 
         ``options`` are ``Enqueue``'s (``delay``, ``run_at``, ``priority``, ``queue``,
-        ``unique_key``, ``depends_on``, ``args``, ``kwargs``) and the task's keyword arguments;
-        everything is checked here, never later (ids in ``depends_on`` must exist).  With
+        ``unique_key``, ``depends_on``, ``after``, ``args``, ``kwargs``) and the task's keyword
+        arguments; everything is checked here, never later (ids in ``depends_on`` and ``after``
+        must exist).  With
         ``connection`` the job is written in that caller's transaction and exists only if it
         commits.
         """

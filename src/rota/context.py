@@ -96,6 +96,8 @@ class JobContext:
     cancelled: Cancellation = field(default_factory=Cancellation)
     manual: bool = False
     """A run of the schedule asked for by hand (``run_now``, the CLI, the dashboard, the API)."""
+    batch: int | None = None
+    """The batch (``rota.batch``) the job belongs to, as one of its jobs or a callback."""
     on_progress: Callable[[Progress], None] | None = field(default=None, repr=False, compare=False)
     """Where ``progress`` hands each valid value: the worker's ``ProgressBoard``.  ``None`` in
     a context made by hand (a unit test of a handler), where ``progress`` only checks."""

@@ -40,8 +40,8 @@ class Enqueue:
     """
 
     __slots__ = (
-        *("args", "delay", "depends_on", "kwargs", "priority", "queue", "run_at", "task"),
-        "unique_key",
+        *("after", "args", "delay", "depends_on", "kwargs", "priority", "queue", "run_at"),
+        *("task", "unique_key"),
     )
 
     def __init__(
@@ -55,6 +55,7 @@ class Enqueue:
         queue: str | None = None,
         unique_key: str | None = None,
         depends_on: Sequence[int] | None = None,
+        after: Sequence[int] | None = None,
         args: Sequence[Any] | None = None,
         kwargs: Mapping[str, Any] | None = None,
         **keyword: Any,
@@ -70,6 +71,7 @@ class Enqueue:
         self.queue = queue
         self.unique_key = unique_key
         self.depends_on = depends_on
+        self.after = after
 
     def __repr__(self) -> str:
         return f"Enqueue({self.task!r}, args={self.args!r}, kwargs={self.kwargs!r})"
@@ -188,25 +190,28 @@ class _Batch:
             max_attempts=self.attempts(target, definition) if definition else None,
             unique_key=unique_key,
             depends_on=dependencies(request.depends_on),
+            after=dependencies(request.after, "after"),
             concurrency_key=concurrency_key,
             rate_key=rate_key,
         )
 
 
-def dependencies(given: object) -> tuple[int, ...]:
-    """``depends_on`` as stored: job ids in the order given, each once (whether they exist is
-    the store's to check, in the transaction that writes the job)."""
+def dependencies(given: object, option: str = "depends_on") -> tuple[int, ...]:
+    """``depends_on`` (or ``after``) as stored: job ids in the order given, each once (whether
+    they exist is the store's to check, in the transaction that writes the job)."""
     if given is None:
         return ()
     if not isinstance(given, (list, tuple)):
-        raise InvalidArguments(f"depends_on is a list of job ids, got {type(given).__name__}")
+        raise InvalidArguments(f"{option} is a list of job ids, got {type(given).__name__}")
     for item in given:
         if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_JOB_ID:
             shown = repr(item) if isinstance(item, int) else type(item).__name__
-            raise InvalidArguments(f"depends_on holds job ids (positive ints), got {shown}")
+            raise InvalidArguments(f"{option} holds job ids (positive ints), got {shown}")
     ids = tuple(dict.fromkeys(given))
     if len(ids) > MAX_DEPENDENCIES:
-        raise InvalidArguments(f"a job depends on at most {MAX_DEPENDENCIES} jobs, not {len(ids)}")
+        raise InvalidArguments(
+            f"a job waits for at most {MAX_DEPENDENCIES} jobs ({option}), not {len(ids)}"
+        )
     return ids
 
 

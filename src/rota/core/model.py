@@ -120,6 +120,9 @@ class NewJob:
     """A run of ``schedule`` asked for by hand (``run_now``), at ``scheduled_at``: not a tick."""
     unique_key: str | None = None
     depends_on: tuple[int, ...] = ()
+    after: tuple[int, ...] = ()
+    """Jobs this one waits for, whatever their end (``queue(after=...)``)."""
+    batch_id: int | None = None
     concurrency_key: str | None = None
     """The key of the task's ``concurrency_limit``, resolved at enqueue (``None``: no limit)."""
     rate_key: str | None = None
@@ -208,6 +211,8 @@ class Job:
     waiting_for: str | None = None
     """The signal a ``waiting`` job waits for (its ``run_at``: until when), kept until the run
     it wakes to takes the signal or finds the wait timed out."""
+    batch_id: int | None = None
+    """The batch (``rota.batch``) the job belongs to, as one of its jobs or a callback."""
 
 
 @dataclass(frozen=True, slots=True)

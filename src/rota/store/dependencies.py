@@ -83,23 +83,26 @@ class SqlDependencies:
         connection: Connection,
         rows: list[dict[str, Any]],
         waits: list[tuple[int, ...]],
+        afters: list[tuple[int, ...]],
         now: datetime,
-    ) -> list[tuple[int, ...]]:
-        """Check the dependencies of the rows about to be inserted, before anything is written.
+    ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+        """Check the dependencies (``waits``) and the jobs waited for whatever their end
+        (``afters``) of the rows about to be inserted, before anything is written.
 
-        Each dependency is locked for share and must exist (``InvalidArguments`` otherwise).  A
-        row one of whose dependencies already failed or was cancelled is written ``cancelled``
-        with ``DEPENDENCY_FAILED``, as it would have been a moment later.  A row whose unique
-        key a live job holds will not be written (that job's id is returned, with its own
-        dependencies), so it gets no links: the dependencies to link, per row.
+        Each is locked for share and must exist (``InvalidArguments`` otherwise).  A row one of
+        whose dependencies already failed or was cancelled is written ``cancelled`` with
+        ``DEPENDENCY_FAILED``, as it would have been a moment later.  A row whose unique key a
+        live job holds will not be written (that job's id is returned, with its own links), so
+        it gets no links: the dependencies and the afters to link, per row.
         """
-        states = self._lock(connection, {parent for wait in waits for parent in wait})
-        linked = list(waits)
+        every = {parent for wait in (*waits, *afters) for parent in wait}
+        states = self._lock(connection, every)
+        linked, after = list(waits), list(afters)
         for index, (row, wait) in enumerate(zip(rows, waits, strict=True)):
-            if not wait:
+            if not wait and not afters[index]:
                 continue
             if row["unique_key"] is not None and self._live_duplicate(connection, row):
-                linked[index] = ()
+                linked[index] = after[index] = ()
                 continue
             ended = next((parent for parent in wait if states[parent] in ENDED_BADLY), None)
             if ended is not None:
@@ -107,7 +110,7 @@ class SqlDependencies:
                 row.update(
                     state=CANCELLED, finished_at=now, unique_key=None, errors=errors_json([error])
                 )
-        return linked
+        return linked, after
 
     def _lock(self, connection: Connection, ids: set[int]) -> dict[int, JobState]:
         jobs = self.jobs
@@ -120,7 +123,7 @@ class SqlDependencies:
         missing = [job_id for job_id in ordered if job_id not in states]
         if missing:
             shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
-            raise InvalidArguments(f"depends_on names jobs that do not exist: {shown}")
+            raise InvalidArguments(f"depends_on or after names jobs that do not exist: {shown}")
         return states
 
     def _live_duplicate(self, connection: Connection, row: dict[str, Any]) -> bool:

@@ -53,22 +53,22 @@ class SqlJobs:
     ) -> list[int]:
         if connection is not None:
             with self.database.translate_errors():
-                return self._write(connection, jobs, now)
+                return self.write(connection, jobs, now)
         # Repeating an insert whose commit may have landed would queue the jobs twice.
-        return self.database.transaction(
-            lambda conn: self._write(conn, jobs, now), idempotent=False
-        )
+        return self.database.transaction(lambda conn: self.write(conn, jobs, now), idempotent=False)
 
-    def _write(self, connection: Connection, jobs: Sequence[NewJob], now: datetime) -> list[int]:
-        """The rows, their dependencies checked first and linked after (see ``dependencies``)."""
+    def write(self, connection: Connection, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """The rows, in ``connection``'s transaction, their dependencies checked first and
+        linked after (see ``dependencies``)."""
         namespace = {"namespace": self.database.namespace}
         rows = [job_values(job, now) | namespace for job in jobs]
-        waits = [job.depends_on for job in jobs]
-        if not any(waits):
+        waits, afters = [job.depends_on for job in jobs], [job.after for job in jobs]
+        if not any(waits) and not any(afters):
             return self._insert_all(connection, rows)
-        waits = self.dependencies.prepare(connection, rows, waits, now)
+        waits, afters = self.dependencies.prepare(connection, rows, waits, afters, now)
         ids = self._insert_all(connection, rows)
         self.dependencies.link(connection, ids, waits)
+        self.dependencies.link(connection, ids, afters, until_final=True)
         return ids
 
     def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:

@@ -100,7 +100,8 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
         "unique_key": job.unique_key,
         "concurrency_key": job.concurrency_key,
         "rate_key": job.rate_key,
-        "has_dependencies": bool(job.depends_on),
+        "has_dependencies": bool(job.depends_on or job.after),
+        "batch_id": job.batch_id,
     }
 
 
@@ -160,6 +161,7 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         unknown_state=data["state"] if state is JobState.UNKNOWN else None,
         namespace=data["namespace"],
         waiting_for=data.get("waiting_for"),
+        batch_id=data.get("batch_id"),
     )
 
 

@@ -94,6 +94,7 @@ class Schema:
     hour_tallies: Table
     steps: Table
     signals: Table
+    batches: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -141,12 +142,14 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("has_dependencies", Boolean, nullable=False, server_default=false()),
         Column("has_workflow", Boolean, nullable=False, server_default=false()),
         Column("waiting_for", String(LIMITS["signal"]), nullable=True),
+        Column("batch_id", BigId, nullable=True),
         Index(f"ix_{prefix}jobs_claim", *CLAIM_INDEX),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
         Index(f"ix_{prefix}jobs_finished", *FINISHED_INDEX),
         Index(f"uq_{prefix}jobs_tick", *TICK_KEY, unique=True),
         Index(f"uq_{prefix}jobs_unique_key", *UNIQUE_KEY, unique=True),
+        Index(f"ix_{prefix}jobs_batch", "batch_id"),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
@@ -304,6 +307,17 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Index(f"ix_{prefix}signals_mailbox", "job_id", "name", "id"),
         **MYSQL_TABLE_OPTIONS,
     )
+    batches = Table(
+        f"{prefix}batches",
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        namespace_column(),
+        Column("created_at", UtcDateTime, nullable=False),
+        Column("size", Integer, nullable=False),
+        Column("on_success", BigId, nullable=True),
+        Column("on_complete", BigId, nullable=True),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -320,4 +334,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         hour_tallies=hour_tallies,
         steps=steps,
         signals=signals,
+        batches=batches,
     )

@@ -21,6 +21,7 @@ from rota.core.connection import DEFAULT_NAMESPACE, DEFAULT_TABLE_PREFIX, Connec
 from rota.errors import ConfigError, StoreError
 from rota.store import migrate
 from rota.store.base import MIGRATION_LOCK_TIMEOUT, CallerConnection
+from rota.store.batches import SqlBatches
 from rota.store.borrowed import Lender, lending
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
@@ -60,6 +61,7 @@ class SqlStore:
         self.reads = SqlReads(database, self.cluster)
         self.schedules = SqlSchedules(database)
         self.workflow = SqlWorkflow(database)
+        self.batches = SqlBatches(database, self.jobs)
         self._lender = Lender(database)
         self._outlook = SqlOutlook(database, self.jobs, self.schedules)
         self._unreadable = SqlUnreadable(database)

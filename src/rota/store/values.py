@@ -174,3 +174,13 @@ class Taken:
 
     found: bool
     payload: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedBatch:
+    """A batch just written: its id, its jobs' ids in order, and its callbacks' ids."""
+
+    id: int
+    job_ids: tuple[int, ...]
+    on_success: int | None
+    on_complete: int | None

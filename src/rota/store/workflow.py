@@ -26,8 +26,8 @@ from sqlalchemy import ColumnElement, and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import JobState
-from rota.core.steps import Step
 from rota.core.transitions import Transition
+from rota.core.workflow import Step
 from rota.errors import StoreError
 from rota.store.database import Database
 from rota.store.values import Taken

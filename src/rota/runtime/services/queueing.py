@@ -1,5 +1,6 @@
 """Queueing jobs: requests resolved and checked (``enqueue.build``, all or nothing), written in
-one transaction under a producer span, and this process's worker woken to claim them."""
+one transaction under a producer span, and this process's worker woken to claim them; a batch
+likewise, its callbacks in the same transaction."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from datetime import datetime
 from typing import TypeAlias
 
 from rota.core.model import WorkerInfo
-from rota.enqueue import Enqueue, Target, build, resolve, task_names
+from rota.core.workflow import Batch
+from rota.enqueue import MAX_DEPENDENCIES, Enqueue, Target, build, resolve, task_names
+from rota.errors import InvalidArguments
 from rota.observe.otel import Telemetry
 from rota.runtime.common import Common, Gate
 from rota.store.base import CallerConnection
@@ -50,6 +53,43 @@ class Enqueuing:
             ids = self.store.jobs.enqueue(jobs, now, connection=connection)
         self.gate.wake_worker()
         return ids, now
+
+    def batch(
+        self,
+        requests: Sequence[Enqueue],
+        on_success: Enqueue | None,
+        on_complete: Enqueue | None,
+    ) -> Batch:
+        """The jobs and the callbacks written in one transaction (``store.batches``), all or
+        nothing; each callback gets the batch's jobs as its dependencies, so it takes none of
+        its own."""
+        if not requests:
+            raise InvalidArguments("a batch holds at least one job")
+        if len(requests) > MAX_DEPENDENCIES:
+            raise InvalidArguments(
+                f"a batch holds at most {MAX_DEPENDENCIES} jobs, not {len(requests)}"
+            )
+        callbacks = [each for each in (on_success, on_complete) if each is not None]
+        for callback in callbacks:
+            if not isinstance(callback, Enqueue):
+                raise InvalidArguments(f"a batch's callback is an Enqueue, got {callback!r}")
+            if callback.depends_on or callback.after:
+                raise InvalidArguments(
+                    "a batch's callback waits for the batch's jobs: give it no depends_on or after"
+                )
+        targets = functools.cache(self.target)
+        everything = [*requests, *callbacks]
+        span = self.telemetry.enqueue(task_names(everything)) if self.telemetry else nullcontext()
+        with span as trace:
+            now = self.clock.now()
+            jobs = build(everything, targets, now, self.max_payload_bytes, trace)
+            members, built = jobs[: len(requests)], iter(jobs[len(requests) :])
+            success = next(built) if on_success is not None else None
+            complete = next(built) if on_complete is not None else None
+            self.gate.ensure_ready()
+            queued = self.store.batches.queue(members, success, complete, now)
+        self.gate.wake_worker()
+        return Batch(queued.id, queued.job_ids)
 
     def target(self, task: str | Handler) -> Target:
         """The task a request names; a name only another service defines goes to the queue a

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rota.core.names import check_name, name_problem
-from rota.core.steps import Step
+from rota.core.workflow import BatchStatus, Step
 from rota.errors import InvalidArguments, JobNotFound
 from rota.runtime.common import Common, Gate
 from rota.runtime.services import results
@@ -30,6 +30,14 @@ class Workflows:
         if self.store.reads.job_state(checked) is None:
             raise JobNotFound(f"job {checked} does not exist")
         return self.store.workflow.saved(checked)
+
+    def batch_status(self, id: object) -> BatchStatus:
+        checked = job_id(id)
+        self.gate.ensure_ready()
+        status = self.store.batches.status(checked)
+        if status is None:
+            raise JobNotFound(f"batch {checked} does not exist")
+        return status
 
     def signal(self, target: int | str, signal: str, payload: Any, task: str | None) -> bool:
         name = check_name("signal", signal, InvalidArguments)

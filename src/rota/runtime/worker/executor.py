@@ -148,6 +148,7 @@ class Executor:
             attempt=job.attempt,
             scheduled_at=job.scheduled_at,
             manual=job.manual,
+            batch=job.batch_id,
             logger=logging.LoggerAdapter(
                 definition.logger,
                 {"job_id": job.id, "task": job.task, "attempt": job.attempt},

@@ -61,6 +61,7 @@ def child_main(
         attempt=data["attempt"],
         scheduled_at=datetime.fromisoformat(scheduled) if scheduled else None,
         manual=data["manual"],
+        batch=data["batch"],
         logger=logging.LoggerAdapter(
             logging.getLogger(f"rota.task.{data['task']}"),
             {"job_id": data["job_id"], "task": data["task"], "attempt": data["attempt"]},

@@ -119,6 +119,7 @@ async def run(
             "attempt": ctx.attempt,
             "scheduled_at": ctx.scheduled_at.isoformat() if ctx.scheduled_at else None,
             "manual": ctx.manual,
+            "batch": ctx.batch,
             "max_result_bytes": max_result_bytes,
             "journal": isinstance(ctx.workflow, Journal),
         }

@@ -30,7 +30,7 @@ from rota.core.checks import LATEST
 from rota.core.clock import Clock
 from rota.core.model import Job
 from rota.core.names import name_problem
-from rota.core.steps import Occurrences, Step
+from rota.core.workflow import Occurrences, Step
 from rota.errors import InvalidArguments, InvalidResult, LeaseLost
 from rota.runtime.services import results
 from rota.store.base import WorkflowStore

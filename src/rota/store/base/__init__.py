@@ -17,7 +17,7 @@ database refused, ``InvalidArguments``.
     reads.py       ReadStore: one job, listings, counts per period, stranded jobs
     cluster.py     ClusterStore: workers, named leases, paused queues
     schedules.py   ScheduleStore: schedules by name, firing each tick once
-    workflow.py    WorkflowStore: a job's workflow steps and signals
+    workflow.py    WorkflowStore: a job's workflow steps and signals; BatchStore: batches
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from rota.store.base.seam import (
     StatementTooLarge,
     Store,
 )
-from rota.store.base.workflow import WorkflowStore
+from rota.store.base.workflow import BatchStore, WorkflowStore
 
 __all__ = [
     "DEPENDENTS_LISTED",
     "MIGRATION_LOCK_TIMEOUT",
+    "BatchStore",
     "CallerConnection",
     "ClusterStore",
     "FinishedStore",

@@ -13,7 +13,7 @@ from rota.store.base.cluster import ClusterStore
 from rota.store.base.jobs import CallerConnection, FinishedStore, JobStore
 from rota.store.base.reads import ReadStore
 from rota.store.base.schedules import ScheduleStore
-from rota.store.base.workflow import WorkflowStore
+from rota.store.base.workflow import BatchStore, WorkflowStore
 from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
 MIGRATION_LOCK_TIMEOUT = 120.0
@@ -66,6 +66,9 @@ class Store(Protocol):
 
     @property
     def workflow(self) -> WorkflowStore: ...
+
+    @property
+    def batches(self) -> BatchStore: ...
 
     def connect(self) -> ServerInfo:
         """Reach the server and check that rota can run on it (``ConfigError`` if not)."""

@@ -1,5 +1,6 @@
 """``store.workflow``: a job's saved workflow steps (``ctx.step``, ``ctx.sleep``) and its
-mailbox of signals (``rota.signal``, ``ctx.wait_for``)."""
+mailbox of signals (``rota.signal``, ``ctx.wait_for``); ``store.batches``: batches of jobs
+with their callbacks (``rota.batch``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from rota.core.steps import Step
-from rota.store.values import Taken
+from rota.core.model import NewJob
+from rota.core.workflow import BatchStatus, Step
+from rota.store.values import QueuedBatch, Taken
 
 
 class WorkflowStore(Protocol):
@@ -59,4 +61,21 @@ class WorkflowStore(Protocol):
 
     def wake_timed_out(self, now: datetime, limit: int) -> int:
         """Make pending up to ``limit`` waiting jobs whose timeout has passed; how many."""
+        ...
+
+
+class BatchStore(Protocol):
+    def queue(
+        self,
+        members: Sequence[NewJob],
+        on_success: NewJob | None,
+        on_complete: NewJob | None,
+        now: datetime,
+    ) -> QueuedBatch:
+        """Write a batch's jobs and its callbacks in one transaction: ``on_success`` depending
+        on every job, ``on_complete`` waiting for every job whatever its end."""
+        ...
+
+    def status(self, batch_id: int) -> BatchStatus | None:
+        """The batch's jobs counted by state; ``None`` for no such batch."""
         ...

@@ -1,4 +1,5 @@
-"""Durable workflow steps, as values: what a saved step is, and how a run names its steps.
+"""Durable workflows, as values: a saved step, how a run names its steps, a batch and its
+status.
 
 A handler's run is replayed from the top on every attempt and every resume, so the steps it
 reaches are found again by name. A name used more than once in a run (a step in a loop) is
@@ -45,3 +46,23 @@ class Occurrences:
         self._used[name] += 1
         count = self._used[name]
         return name if count == 1 else f"{name}#{count}"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch just queued (``rota.batch``): its id and its jobs' ids, in the order given."""
+
+    id: int
+    job_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch's jobs (its callbacks aside) counted by state, as they stand; ``finished`` once
+    none is left to end. A pruned job is no longer counted."""
+
+    id: int
+    size: int
+    """How many jobs the batch was queued with."""
+    by_state: dict[str, int]
+    finished: bool
