@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from rota import JobContext, Rota
+from rota import Enqueue, JobContext, Rota
 from rota.testing import FakeClock
 from tests.cli.conftest import Cli, parsed
 from tests.conftest import START
@@ -43,3 +43,15 @@ def test_a_waiting_workflow_shows_its_wait_and_its_steps(
         ("account", {"id": 7, "note": "line\nbreak"})
     ]
     assert datetime.fromisoformat(data["steps"][0]["finished_at"]) == START
+
+
+def test_a_batch_job_names_its_batch(rota: Rota, cli: Cli) -> None:
+    @rota.task
+    def part(ctx: JobContext) -> None: ...
+
+    batch = rota.batch([Enqueue(part)])
+    (job_id,) = batch.job_ids
+    out = cli("job", str(job_id))
+    lines = [re.split(r"\s{2,}", line.strip()) for line in out.stdout.splitlines()]
+    assert ["batch", str(batch.id)] in lines
+    assert parsed(cli("job", str(job_id), "--json"))["batch_id"] == batch.id

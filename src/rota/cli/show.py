@@ -153,6 +153,8 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
     if found.state is JobState.WAITING and found.waiting_for is not None:
         until = "no timeout" if found.run_at >= LATEST else f"until {when(found.run_at)}"
         facts.append(("waits for", f"signal {found.waiting_for!r}, {until}"))
+    if found.batch_id is not None:
+        facts.append(("batch", str(found.batch_id)))
     if found.snoozes:
         facts.append(("snoozes", str(found.snoozes)))
     if found.depends_on:
@@ -338,6 +340,7 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
             lease_owner=job.lease_owner,
             lease_until=job.lease_until,
             waiting_for=job.waiting_for,
+            batch_id=job.batch_id,
         )
     return data
 

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from rota.app import Rota
+from rota.core.checks import LATEST
 from rota.core.cron import Cron, zone
 from rota.core.model import FINISHED_WINDOW, MAX_JOB_ID, Job, JobState, WorkerInfo, claimable
 from rota.core.names import name_problem
@@ -255,6 +256,10 @@ def page_query(query: JobsQuery, page: int) -> str:
     return urlencode([*pairs, ("page", str(page))])
 
 
+LIVE = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING, JobState.WAITING)
+"""The states a job can be cancelled in."""
+
+
 def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
     """One job in full; ``JobNotFound`` propagates as a 404."""
     job = rota.job(job_id)
@@ -276,8 +281,7 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         else None,
         "took": took,
         "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
-        "can_cancel": job.state in (JobState.PENDING, JobState.PAUSED, JobState.RUNNING)
-        and not job.cancel_requested,
+        "can_cancel": job.state in LIVE and not job.cancel_requested,
         "can_pause": job.state is JobState.PENDING,
         "can_resume": job.state is JobState.PAUSED and not queue_paused,
         "queue_paused": queue_paused,
@@ -285,6 +289,11 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         "waiting": waiting,
         "needed_by": needed_by,
         "more_needed_by": len(needed_by) == DEPENDENTS_LISTED,
+        "steps": [
+            (step, json.dumps(step.result, indent=2, ensure_ascii=False))
+            for step in rota.steps(job.id)
+        ],
+        "no_timeout": job.run_at >= LATEST,
     }
 
 

@@ -6,12 +6,13 @@ shapes, and the schema test checks every answer against it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from rota.core.model import AttemptError, Counts, Job, Progress
 from rota.core.schedules import Schedule, ScheduleChange
+from rota.core.workflow import Step
 from rota.store.values import JobSummary
 
 
@@ -48,9 +49,10 @@ def summary(job: JobSummary) -> dict[str, Any]:
     }
 
 
-def job(record: Job) -> dict[str, Any]:
-    """A job in full: arguments, result and every failed attempt's error."""
-    return {
+def job(record: Job, steps: Sequence[Step] | None = None) -> dict[str, Any]:
+    """A job in full: arguments, result and every failed attempt's error; with ``steps``, its
+    saved workflow steps too."""
+    shown = {
         "id": record.id,
         "namespace": record.namespace,
         "task": record.task,
@@ -75,7 +77,15 @@ def job(record: Job) -> dict[str, Any]:
         "result": record.result,
         "errors": [error(entry) for entry in record.errors],
         "problem": record.payload_error,
+        "waiting_for": record.waiting_for,
+        "batch_id": record.batch_id,
     }
+    if steps is not None:
+        shown["steps"] = [
+            {"name": each.name, "result": each.result, "finished_at": when(each.finished_at)}
+            for each in steps
+        ]
+    return shown
 
 
 def schedule(record: Schedule) -> dict[str, Any]:

@@ -23,6 +23,7 @@ STATES = tuple(state.value for state in JobState if state is not JobState.UNKNOW
 QUEUE_MEMBERS = frozenset(
     {"task", "args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key", "depends_on"}
 )
+SIGNAL_MEMBERS = frozenset({"signal", "payload"})
 
 
 def job_id(call: Call) -> int:
@@ -53,8 +54,20 @@ def search(call: Call) -> Response:
 
 
 def show(call: Call) -> Response:
-    """``GET /api/jobs/{job_id}``: the whole job, arguments, result and errors."""
-    return reply(encoding.job(call.rota.job(job_id(call))))
+    """``GET /api/jobs/{job_id}``: the whole job, arguments, result, errors and steps."""
+    job = call.rota.job(job_id(call))
+    return reply(encoding.job(job, call.rota.steps(job.id)))
+
+
+def signal(call: Call) -> Response:
+    """``POST /api/jobs/{job_id}/signal``: ``rota.signal(job_id, signal, payload)``; ``sent``
+    is false when the job is not live (finished, or never was)."""
+    body = call.body
+    only(body, SIGNAL_MEMBERS)
+    name = typed(body, "signal", str, "a string")
+    if name is None:
+        raise InvalidArguments("the body needs signal, the name of the signal to send")
+    return reply({"sent": call.rota.signal(job_id(call), name, body.get("payload"))})
 
 
 def enqueue(call: Call) -> Response:
@@ -125,4 +138,5 @@ ROUTES: list[tuple[str, str, Access, Handler]] = [
     ("POST", "/jobs/{job_id}/retry", Access.OPERATE, retry),
     ("POST", "/jobs/{job_id}/pause", Access.OPERATE, pause),
     ("POST", "/jobs/{job_id}/resume", Access.OPERATE, resume),
+    ("POST", "/jobs/{job_id}/signal", Access.OPERATE, signal),
 ]

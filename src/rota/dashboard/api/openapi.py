@@ -78,7 +78,7 @@ def operation(
     }
     if body is not None:
         content = {"application/json": {"schema": ref(body)}}
-        found["requestBody"] = {"required": body == "Enqueue", "content": content}
+        found["requestBody"] = {"required": body in ("Enqueue", "Signal"), "content": content}
     return found
 
 
@@ -126,6 +126,9 @@ def paths() -> dict[str, Schema]:
         "/jobs/{job_id}/retry": action("Retry a failed or cancelled job", "JobAction", JOB_ID),
         "/jobs/{job_id}/pause": action("Pause a pending job", "JobAction", JOB_ID),
         "/jobs/{job_id}/resume": action("Resume a paused job", "JobAction", JOB_ID),
+        "/jobs/{job_id}/signal": action(
+            "Send a signal to a job (ctx.wait_for)", "Sent", JOB_ID, body="Signal"
+        ),
         "/schedules": {
             "get": operation(
                 "Every schedule, by name",

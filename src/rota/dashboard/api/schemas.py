@@ -93,7 +93,15 @@ JOB = obj(
         "result": {**ANY, "nullable": True},
         "errors": {"type": "array", "items": ATTEMPT_ERROR},
         "problem": null({**STR, "description": "why the stored row cannot be read"}),
-    }
+        "waiting_for": null({**STR, "description": "the signal a waiting job waits for"}),
+        "batch_id": null(INT),
+        "steps": {
+            "type": "array",
+            "description": "its saved workflow steps, oldest first (GET of one job only)",
+            "items": obj({"name": STR, "result": {**ANY, "nullable": True}, "finished_at": TIME}),
+        },
+    },
+    optional=("steps",),
 )
 SCHEDULE = obj(
     {
@@ -182,6 +190,11 @@ SCHEMAS = {
         {"jobs": {"type": "array", "items": ref("JobSummary")}, "limit": INT, "offset": INT}
     ),
     "JobAction": obj({"changed": BOOL, "job": ref("Job")}),
+    "Signal": obj(
+        {"signal": {**STR, "minLength": 1, "maxLength": 190}, "payload": ANY},
+        optional=("payload",),
+    ),
+    "Sent": obj({"sent": BOOL}),
     "ScheduleList": obj({"schedules": {"type": "array", "items": ref("Schedule")}}),
     "ScheduleActionResult": obj({"changed": BOOL, "schedule": ref("Schedule")}),
     "History": obj({"changes": {"type": "array", "items": ref("ScheduleChange")}}),
