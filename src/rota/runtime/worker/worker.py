@@ -192,7 +192,8 @@ class Worker:
     async def drain(self) -> DrainResult:
         """Run every due job, as a started worker would, until none is due and none runs.
 
-        Jobs whose lease expired by the clock's ``now`` are rescued first.  Leases are renewed
+        Jobs whose lease expired by the clock's ``now`` are rescued first, and waiting jobs
+        whose timeout passed are woken.  Leases are renewed
         while jobs run, so a long drained job is never taken over by another worker.  It returns
         once the hooks of what it announced have run (each within ``hook_timeout``).  A retry
         whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
