@@ -240,7 +240,7 @@ def test_steps_of_an_unknown_job_are_job_not_found(rota: Rota) -> None:
 
 
 @pytest.mark.parametrize("kind", ["sync"])
-def test_steps_are_pruned_with_their_job(
+def test_steps_and_signals_are_pruned_with_their_job(
     make_rota: Callable[..., Rota], clock: FakeClock, kind: str
 ) -> None:
     rota = make_rota(succeeded_retention=timedelta(days=1))
@@ -250,14 +250,15 @@ def test_steps_are_pruned_with_their_job(
         await step("b", lambda: 2)
 
     kept = rota.queue(workflow(rota, kind, body))
+    assert rota.signal(kept, "never-waited-for", {"kept": "until the prune"})
     rota.drain()
-    steps = sql_store(rota).schema.steps
-    count = select(func.count()).select_from(steps)
+    schema = sql_store(rota).schema
+    counts = [select(func.count()).select_from(table) for table in (schema.steps, schema.signals)]
     with sql_store(rota).engine.connect() as connection:
-        assert connection.execute(count).scalar_one() == 2
+        assert [connection.execute(count).scalar_one() for count in counts] == [2, 1]
     clock.advance(timedelta(days=2))
     assert rota.prune() == 1
     with sql_store(rota).engine.connect() as connection:
-        assert connection.execute(count).scalar_one() == 0
+        assert [connection.execute(count).scalar_one() for count in counts] == [0, 0]
     with pytest.raises(JobNotFound):
         rota.steps(kept)
