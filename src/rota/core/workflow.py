@@ -53,7 +53,8 @@ class Batch:
     """A batch just queued (``rota.batch``): its id and its jobs' ids, in the order given."""
 
     id: int
-    job_ids: tuple[int, ...]
+    job_ids: list[int]
+    """As ``queue_many`` returns them."""
 
 
 @dataclass(frozen=True)

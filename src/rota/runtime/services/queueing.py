@@ -89,7 +89,7 @@ class Enqueuing:
             self.gate.ensure_ready()
             queued = self.store.batches.queue(members, success, complete, now)
         self.gate.wake_worker()
-        return Batch(queued.id, queued.job_ids)
+        return Batch(queued.id, list(queued.job_ids))
 
     def target(self, task: str | Handler) -> Target:
         """The task a request names; a name only another service defines goes to the queue a
