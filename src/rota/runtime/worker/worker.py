@@ -6,8 +6,7 @@ runs in the executor, which decides its transition, and the completer (``worker.
 writes finished attempts in one transaction per batch and then announces what applied.  The
 lease keeper (``worker.leases``) renews the leases from a thread of its own and hands back the
 jobs to cancel or lost; the housekeeping loops rescue and prune; ``worker.slots`` holds what
-runs.  ``drain`` runs the same steps without
-registering or polling, ending once no due job is left and none is running.
+runs.  ``drain`` runs the same steps without registering or polling, until none is left.
 """
 
 from __future__ import annotations
@@ -192,11 +191,11 @@ class Worker:
     async def drain(self) -> DrainResult:
         """Run every due job, as a started worker would, until none is due and none runs.
 
-        Jobs whose lease expired by the clock's ``now`` are rescued first, and waiting jobs
-        whose timeout passed are woken.  Leases are renewed
-        while jobs run, so a long drained job is never taken over by another worker.  It returns
-        once the hooks of what it announced have run (each within ``hook_timeout``).  A retry
-        whose back-off ends after ``now`` is not due: a test advances its clock and drains again.
+        Expired leases' jobs are rescued first, and waits whose timeout passed are woken.
+        Leases are renewed while jobs run, so a long drained job is never taken over by another
+        worker.  It returns once the hooks of what it announced have run (each within
+        ``hook_timeout``).  A retry whose back-off ends after ``now`` is not due: a test
+        advances its clock and drains again.
         """
         self._draining = True
         self.completer.outcomes.clear()
