@@ -76,7 +76,7 @@ class SqlReads:
         paused = jobs.c.queue.in_(paused_names(self.database, jobs.c.namespace))
         query = select(jobs.c.state, jobs.c.queue, paused).where(jobs.c.id == job_id)
         for state, queue, in_paused_queue in self.database.fetch(query):
-            return seen_state(JobState(state), queue, [queue] if in_paused_queue else [])
+            return seen_state(JobState.stored(state), queue, [queue] if in_paused_queue else [])
         return None
 
     def dependents(self, job_id: int, limit: int = DEPENDENTS_LISTED) -> list[int]:
