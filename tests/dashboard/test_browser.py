@@ -126,6 +126,39 @@ def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:
     assert len(attempts) == 2
 
 
+def test_a_waiting_workflow_shows_its_steps_and_is_cancelled_from_the_browser(
+    tmp_path: Path,
+) -> None:
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db")
+
+    @rota.task
+    def onboard(ctx: JobContext, user: str) -> None:
+        ctx.step("create account", lambda: {"user": user, "id": 7})
+        ctx.step("send welcome", lambda: f"mailed {user}")
+        ctx.wait_for("verified", timeout=timedelta(days=2))
+
+    job_id = rota.queue(onboard, "ada")
+    rota.drain()
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            from playwright.sync_api import expect
+
+            page.goto(f"{base}/jobs/{job_id}")
+            state = page.locator("h1 .state")
+            assert state.inner_text() == "waiting"
+            assert "signal verified" in page.locator("dd.waits-for").inner_text()
+            steps = page.locator("ol.steps li.step")
+            assert steps.count() == 2
+            assert "create account" in steps.nth(0).inner_text()
+            assert '"id": 7' in steps.nth(0).locator("pre").inner_text()
+            assert "mailed ada" in steps.nth(1).inner_text()
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.get_by_role("button", name="Cancel").click()
+            expect(state).to_have_text("cancelled", timeout=10_000)
+    finally:
+        sql_store(rota).engine.dispose()
+
+
 def test_pausing_a_schedule_named_like_a_path_pauses_only_itself(tmp_path: Path) -> None:
     """Chromium resolves ``..`` in a form's action: the name must reach the server whole."""
     rota = Rota(f"sqlite:///{tmp_path}/rota.db")
