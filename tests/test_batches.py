@@ -85,6 +85,10 @@ def test_a_batch_is_written_whole_or_not_at_all(rota: Rota) -> None:
         rota.batch([Enqueue("part", 1)], on_success=Enqueue("all_done", "y", depends_on=[1]))
     with pytest.raises(InvalidArguments, match="at least one job"):
         rota.batch([])
+    with pytest.raises(InvalidArguments, match="no unique_key"):
+        rota.batch([Enqueue("part", 1, unique_key="k")])
+    with pytest.raises(InvalidArguments, match="Enqueue requests"):
+        rota.batch(["part"])  # type: ignore[list-item]
     assert rota.counts().by_state.get("pending", 0) == 0
     with pytest.raises(JobNotFound, match="batch 4242"):
         rota.batch_status(4242)

@@ -70,3 +70,16 @@ def test_an_isolated_step_whose_result_is_not_json_fails_the_job(rota: Rota) -> 
     job = rota.job(job_id)
     assert (job.state, job.errors[-1].code) == (JobState.FAILED, ErrorCode.INVALID_RESULT)
     assert "step 'bad'" in job.errors[-1].message
+
+
+def isolated_nested_step(ctx: JobContext) -> None:
+    ctx.step("outer", lambda: ctx.step("inner", lambda: 1))
+
+
+def test_an_isolated_step_inside_a_step_is_refused_not_hung(rota: Rota) -> None:
+    rota.task(isolation="process", retries=0, timeout=30)(isolated_nested_step)
+    job_id = rota.queue(isolated_nested_step)
+    rota.drain()
+    job = rota.job(job_id)
+    assert (job.state, job.errors[-1].code) == (JobState.FAILED, ErrorCode.INVALID_ARGUMENTS)
+    assert "steps do not nest" in job.errors[-1].message

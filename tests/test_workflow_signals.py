@@ -239,3 +239,20 @@ def test_a_signal_racing_the_park_is_never_lost(rota: Rota) -> None:
     assert job.state is not JobState.WAITING
     rota.drain()
     assert (rota.job(job_id).state, rota.result(job_id)) == (JobState.SUCCEEDED, "late")
+
+
+def test_a_cancel_asked_while_the_attempt_ran_ends_the_wait_cancelled(rota: Rota) -> None:
+    heard: list[str] = []
+    rota.on("*", lambda event: heard.append(event.name.value))
+
+    def approve(ctx: JobContext) -> Any:
+        assert rota.cancel(ctx.job_id), "asked to stop at its next heartbeat"
+        return ctx.wait_for("approved")
+
+    rota.task(approve)
+    job_id = rota.queue("approve")
+    rota.drain()
+    job = rota.job(job_id)
+    assert (job.state, job.waiting_for, job.cancel_requested) == (JobState.CANCELLED, None, False)
+    assert "job.cancelled" in heard and "job.waiting" not in heard
+    assert rota.signal(job_id, "approved") is False

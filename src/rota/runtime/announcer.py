@@ -56,7 +56,13 @@ class Announcer:
         are only counted.  Those that applied."""
         done = [attempt for attempt in written if attempt.transition.job_id in applied.job_ids]
         for attempt in done:
-            self._attempt(attempt)
+            if attempt.job.id in applied.cancelled:
+                self.events.job(EventName.JOB_CANCELLED, attempt.job)
+                self.completions.finished([attempt.job.id])
+                if self.telemetry is not None:
+                    self.telemetry.lost(attempt.span)
+            else:
+                self._attempt(attempt)
         lost = [attempt for attempt in written if attempt.transition.job_id not in applied.job_ids]
         if lost:
             if self.telemetry is not None:

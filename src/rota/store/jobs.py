@@ -178,6 +178,8 @@ class SqlJobs:
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **FINISHED}
         applied: set[int] = set()
+        cancelled: set[int] = set()
+        """Waits whose job was asked to stop meanwhile, cancelled instead of parked."""
 
         def shared(
             ids: list[int], statement: Update, parameters: Mapping[str, Any] | None = None
@@ -207,8 +209,11 @@ class SqlJobs:
             if t.target is JobState.SUCCEEDED:
                 continue
             if t.target is JobState.WAITING:
-                if self.workflow.park(connection, t, guard):
+                parked = self.workflow.park(connection, t, guard)
+                if parked is not None:
                     applied.add(t.job_id)
+                if parked is JobState.CANCELLED:
+                    cancelled.add(t.job_id)
                 continue
             values: dict[str, Any] = {
                 "state": t.target.value,
@@ -230,8 +235,8 @@ class SqlJobs:
             ).rowcount:
                 applied.add(t.job_id)
         ended = [t.job_id for t in transitions if t.target in ENDED_BADLY and t.job_id in applied]
-        cascaded = self.dependencies.cascade(connection, ended, now)
-        return Applied(frozenset(applied), tuple(cascaded))
+        cascaded = self.dependencies.cascade(connection, [*ended, *cancelled], now)
+        return Applied(frozenset(applied), tuple(cascaded), cancelled=frozenset(cancelled))
 
     def heartbeat(
         self,

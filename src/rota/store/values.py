@@ -147,12 +147,14 @@ class Pruned:
 class Applied:
     """What one write of transitions changed, committed: the jobs whose transition applied (a
     compare-and-set another writer lost changes nothing, and is not among them), the
-    dependents cancelled with them, and (``cancel``) the running jobs asked to stop.  What
-    rota announces is this, never what it meant to write."""
+    dependents cancelled with them, (``cancel``) the running jobs asked to stop, and the
+    waits that ended their job ``cancelled`` instead, a cancel having been asked meanwhile.
+    What rota announces is this, never what it meant to write."""
 
     job_ids: frozenset[int] = frozenset()
     cascaded: tuple[Cascaded, ...] = ()
     requested: frozenset[int] = field(default_factory=frozenset)
+    cancelled: frozenset[int] = field(default_factory=frozenset)
 
     def __len__(self) -> int:
         return len(self.job_ids)

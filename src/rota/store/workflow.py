@@ -170,28 +170,37 @@ class SqlWorkflow:
 
     def park(
         self, connection: Connection, transition: Transition, guard: ColumnElement[bool]
-    ) -> bool:
+    ) -> JobState | None:
         """Write a ``wait_for``'s transition: ``waiting`` until ``run_at`` unless a signal it
-        waits for is in the mailbox already, then ``pending`` at once; whether it applied."""
+        waits for is in the mailbox already, then ``pending`` at once; ``cancelled`` if a
+        cancel was asked while the attempt ran (no heartbeat would ever stop a waiting job).
+        The state written; ``None`` when the transition did not apply."""
         jobs, signal = self.jobs, transition.waiting_for
         held = (jobs.c.id == transition.job_id, guard, jobs.c.attempt == transition.held)
-        locked = select(jobs.c.id).where(*held).with_for_update()
-        if connection.execute(locked).first() is None:
-            return False
+        locked = select(jobs.c.cancel_requested).where(*held).with_for_update()
+        found = connection.execute(locked).first()
+        if found is None:
+            return None
+        this = update(jobs).where(jobs.c.id == transition.job_id)
+        released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
+        if found[0]:
+            ended = {"state": JobState.CANCELLED.value, "finished_at": transition.at}
+            written = {**ended, "attempt": transition.attempt, "unique_key": None, **released}
+            connection.execute(this.values(written))
+            return JobState.CANCELLED
         assert signal is not None
         mailbox = select(self.signals.c.id).where(*self._untaken(transition.job_id, signal))
         sent = connection.execute(mailbox.limit(1).with_for_update()).first() is not None
+        state = JobState.PENDING if sent else JobState.WAITING
         values = {
-            "state": JobState.PENDING.value if sent else JobState.WAITING.value,
+            "state": state.value,
             "attempt": transition.attempt,
             "run_at": transition.at if sent else transition.run_at,
             "waiting_for": signal,
-            "lease_owner": None,
-            "lease_until": None,
-            "cancel_requested": False,
+            **released,
         }
-        connection.execute(update(jobs).where(jobs.c.id == transition.job_id).values(values))
-        return True
+        connection.execute(this.values(values))
+        return state
 
     def forget(self, connection: Connection, job_ids: Sequence[int]) -> None:
         """Delete the steps and signals of ``job_ids``, jobs deleted in the same transaction."""

@@ -70,9 +70,13 @@ class Enqueuing:
                 f"a batch holds at most {MAX_DEPENDENCIES} jobs, not {len(requests)}"
             )
         callbacks = [each for each in (on_success, on_complete) if each is not None]
+        for each in [*requests, *callbacks]:
+            if not isinstance(each, Enqueue):
+                raise InvalidArguments(f"a batch is made of Enqueue requests, got {each!r}")
+            if each.unique_key is not None:
+                # A key a live job holds would make that job the batch's, uncounted, unlinked.
+                raise InvalidArguments("a batch's jobs and callbacks take no unique_key")
         for callback in callbacks:
-            if not isinstance(callback, Enqueue):
-                raise InvalidArguments(f"a batch's callback is an Enqueue, got {callback!r}")
             if callback.depends_on or callback.after:
                 raise InvalidArguments(
                     "a batch's callback waits for the batch's jobs: give it no depends_on or after"

@@ -101,16 +101,23 @@ class JournalClient:
     def __init__(self, connection: Connection, max_result_bytes: int) -> None:
         self.connection = connection
         self.max_result_bytes = max_result_bytes
+        self._in_step = False
+        """While a step's function runs: the worker waits for its result, not for a call."""
 
     def step(
         self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        self._outside_a_step("step")
         self.connection.send(("step", name))
         while (reply := self.connection.recv())[0] == "run":
             try:
-                value = fn(*args, **kwargs)
-                if inspect.isawaitable(value):
-                    value = asyncio.run(_awaited(value))
+                self._in_step = True
+                try:
+                    value = fn(*args, **kwargs)
+                    if inspect.isawaitable(value):
+                        value = asyncio.run(_awaited(value))
+                finally:
+                    self._in_step = False
                 encoded = results.encode(value, self.max_result_bytes)
             except InvalidResult as error:
                 self.connection.send(("raised",))
@@ -122,12 +129,20 @@ class JournalClient:
         return _answered(reply)
 
     def sleep(self, name: str, duration: float | timedelta) -> Any:
+        self._outside_a_step("sleep")
         self.connection.send(("sleep", name, duration))
         return _answered(self.connection.recv())
 
     def wait_for(self, signal: str, timeout: float | timedelta | None) -> Any:
+        self._outside_a_step("wait_for")
         self.connection.send(("wait_for", signal, timeout))
         return _answered(self.connection.recv())
+
+    def _outside_a_step(self, call: str) -> None:
+        if self._in_step:
+            raise InvalidArguments(
+                f"ctx.{call} inside a step's function: in an isolated handler, steps do not nest"
+            )
 
 
 def _answered(reply: tuple[Any, ...]) -> Any:
