@@ -256,3 +256,23 @@ def test_a_cancel_asked_while_the_attempt_ran_ends_the_wait_cancelled(rota: Rota
     assert (job.state, job.waiting_for, job.cancel_requested) == (JobState.CANCELLED, None, False)
     assert "job.cancelled" in heard and "job.waiting" not in heard
     assert rota.signal(job_id, "approved") is False
+
+
+def test_a_passed_deadline_is_found_by_one_seek_and_a_stale_one_wakes_nothing(
+    rota: Rota, clock: FakeClock
+) -> None:
+    task, _, got = waiting_task(rota, "sync", timeout=60)
+    timing_out, signalled = rota.queue(task), rota.queue(task)
+    rota.drain()
+    assert rota.signal(signalled, "approved", "early")
+    rota.drain()
+    assert rota.job(signalled).state is JobState.SUCCEEDED
+    store = rota.store
+    assert not store.outlook([], [], clock.now()).leases_expired, "nothing has timed out yet"
+    clock.advance(60)
+    assert store.outlook([], [], clock.now()).leases_expired, "the rescue has work"
+    assert store.workflow.wake_timed_out(clock.now(), 100) == 1, "the stale deadline woke nothing"
+    assert rota.job(timing_out).state is JobState.PENDING
+    assert not store.outlook([], [], clock.now()).leases_expired, "both deadlines are gone"
+    rota.drain()
+    assert got == ["early", None]

@@ -18,7 +18,6 @@ from datetime import datetime
 
 from sqlalchemy import false, or_, select
 
-from rota.core.model import JobState
 from rota.store.database import Database
 from rota.store.jobs import SqlJobs
 from rota.store.rows import aware, lease_expired
@@ -41,10 +40,9 @@ class SqlOutlook:
         # dependencies of every unfinished job at each look.
         free = due.where(jobs.c.has_dependencies == false()).exists()
         unblocked = due.where(jobs.c.has_dependencies, self.jobs.dependencies.unblocked()).exists()
-        mine = self.database.mine(jobs)
-        expired = select(jobs.c.id).where(lease_expired(jobs, now), mine)
-        waited = (jobs.c.state == JobState.WAITING.value, jobs.c.run_at <= now)
-        timed_out = select(jobs.c.id).where(mine, *waited)
+        expired = select(jobs.c.id).where(lease_expired(jobs, now), self.database.mine(jobs))
+        deadlines = self.database.schema.wait_deadlines
+        timed_out = select(deadlines.c.job_id).where(*self.jobs.workflow.passed(now))
         query = select(
             (or_(free, unblocked) if queues and tasks else false()).label("jobs_due"),
             or_(expired.exists(), timed_out.exists()).label("leases_expired"),

@@ -95,6 +95,7 @@ class Schema:
     steps: Table
     signals: Table
     batches: Table
+    wait_deadlines: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -318,6 +319,14 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("on_complete", BigId, nullable=True),
         **MYSQL_TABLE_OPTIONS,
     )
+    wait_deadlines = Table(
+        f"{prefix}wait_deadlines",
+        metadata,
+        Column("namespace", String(LIMITS["namespace"]), primary_key=True),
+        Column("until", UtcDateTime, primary_key=True),
+        Column("job_id", BigId, primary_key=True, autoincrement=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
     return Schema(
         metadata=metadata,
         jobs=jobs,
@@ -335,4 +344,5 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         steps=steps,
         signals=signals,
         batches=batches,
+        wait_deadlines=wait_deadlines,
     )

@@ -14,6 +14,11 @@ leaves the job pending instead of waiting. Whichever locks the row second sees w
 committed (its statements start after the lock is granted), so a signal is never left unheard
 beside a waiting job. ``has_workflow`` also tells the prune which jobs have rows here to delete
 with them (``forget``).
+
+A wait with a timeout also writes its deadline to ``wait_deadlines``, keyed by namespace and
+moment: whether one has passed is one seek there (the idle look asks it every poll), where the
+jobs table would have to read every waiting job's entry. A deadline that outlives its wait (a
+signal or a cancel came first) is dropped when its moment comes, waking nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
+from rota.core.checks import LATEST
 from rota.core.model import JobState
 from rota.core.transitions import Transition
 from rota.core.workflow import Step
@@ -47,6 +53,7 @@ class SqlWorkflow:
         self.jobs = database.schema.jobs
         self.steps = database.schema.steps
         self.signals = database.schema.signals
+        self.deadlines = database.schema.wait_deadlines
 
     def saved(self, job_id: int) -> list[Step]:
         steps = self.steps
@@ -146,14 +153,11 @@ class SqlWorkflow:
         return self.database.transaction(work, idempotent=False)
 
     def wake_timed_out(self, now: datetime, limit: int) -> int:
-        jobs = self.jobs
+        jobs, deadlines = self.jobs, self.deadlines
         over = (
-            select(jobs.c.id)
-            .where(
-                self.database.mine(jobs),
-                jobs.c.state == JobState.WAITING.value,
-                jobs.c.run_at <= now,
-            )
+            select(deadlines.c.job_id)
+            .where(*self.passed(now))
+            .order_by(deadlines.c.until)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
@@ -162,11 +166,22 @@ class SqlWorkflow:
             ids = list(connection.execute(over).scalars())
             if not ids:
                 return 0
-            waiting = (jobs.c.id.in_(ids), jobs.c.state == JobState.WAITING.value)
-            woken = update(jobs).where(*waiting).values(state=JobState.PENDING.value)
-            return int(connection.execute(woken).rowcount)
+            # A deadline outlives its wait (a signal came first, a cancel): the job's own
+            # state and run_at decide, and the row goes either way.
+            waiting = (jobs.c.state == JobState.WAITING.value, jobs.c.run_at <= now)
+            woken = update(jobs).where(jobs.c.id.in_(ids), *waiting)
+            count = int(connection.execute(woken.values(state=JobState.PENDING.value)).rowcount)
+            gone = delete(deadlines).where(*self.passed(now), deadlines.c.job_id.in_(ids))
+            connection.execute(gone)
+            return count
 
         return self.database.transaction(work)
+
+    def passed(self, now: datetime) -> tuple[ColumnElement[bool], ...]:
+        """The deadlines of this namespace's waits that have passed by ``now``: a range of the
+        table's primary key (the idle look's, and the rescue's)."""
+        deadlines = self.deadlines
+        return (deadlines.c.namespace == self.database.namespace, deadlines.c.until <= now)
 
     def park(
         self, connection: Connection, transition: Transition, guard: ColumnElement[bool]
@@ -200,6 +215,11 @@ class SqlWorkflow:
             **released,
         }
         connection.execute(this.values(values))
+        until = transition.run_at
+        if state is JobState.WAITING and until is not None and until < LATEST:
+            deadline = {"namespace": self.database.namespace, "until": until}
+            deadlines = self.database.dialect.insert_ignoring_duplicates(self.deadlines)
+            connection.execute(deadlines, [{**deadline, "job_id": transition.job_id}])
         return state
 
     def forget(self, connection: Connection, job_ids: Sequence[int]) -> None:

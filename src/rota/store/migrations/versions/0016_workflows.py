@@ -1,7 +1,8 @@
 """Durable workflows: the steps a job saved (``ctx.step``, ``ctx.sleep``), the signals sent to
-jobs (``rota.signal``, taken by ``ctx.wait_for``), and on the job the signal it waits for while
-``waiting`` and ``has_workflow``, which lets the prune delete a job's steps and signals with it
-without looking them up for every job it deletes.
+jobs (``rota.signal``, taken by ``ctx.wait_for``), the deadlines of waits with a timeout (in
+their moment's order, so that finding one that passed is one seek), and on the job the signal
+it waits for while ``waiting`` and ``has_workflow``, which lets the prune delete a job's steps
+and signals with it without looking them up for every job it deletes.
 
 Revision ID: 0016
 Revises: 0015
@@ -50,10 +51,18 @@ def upgrade() -> None:
         sa.Index(f"ix_{prefix}signals_mailbox", "job_id", "name", "id"),
         **MYSQL_TABLE_OPTIONS,
     )
+    op.create_table(
+        f"{prefix}wait_deadlines",
+        sa.Column("namespace", sa.String(LIMITS["namespace"]), primary_key=True),
+        sa.Column("until", UtcDateTime, primary_key=True),
+        sa.Column("job_id", BigId, primary_key=True, autoincrement=False),
+        **MYSQL_TABLE_OPTIONS,
+    )
 
 
 def downgrade() -> None:
     prefix = context.config.attributes["table_prefix"]
+    op.drop_table(f"{prefix}wait_deadlines")
     op.drop_table(f"{prefix}signals")
     op.drop_table(f"{prefix}steps")
     op.drop_column(f"{prefix}jobs", "waiting_for")
