@@ -94,6 +94,7 @@ class SqlWorkflow:
         signal: str,
         name: str,
         now: datetime,
+        timed_out: bool = False,
     ) -> Taken | None:
         signals = self.signals
         oldest = (
@@ -108,6 +109,9 @@ class SqlWorkflow:
             if not self._fence(connection, job_id, owner, attempt):
                 return None
             found = connection.execute(oldest).first()
+            if found is None and timed_out:
+                self._step(connection, job_id, name, None, now)
+                return Taken(True)
             if found is None:
                 return Taken(False)
             message, payload = found

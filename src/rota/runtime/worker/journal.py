@@ -117,29 +117,25 @@ class Journal:
         if saved is not None:
             return saved.result
         timed_out = self._timed_out(signal)
-        taken = self.store.take(*self._held(), signal, key, self.clock.now())
-        if taken is None or taken.found:
-            return self._taken(key, taken)
-        if not timed_out:
-            raise Parked(self._deadline(length), signal)
-        return self._save_sync(key, None)
+        taken = self.store.take(*self._held(), signal, key, self.clock.now(), timed_out)
+        return self._taken(key, signal, length, taken)
 
     async def _await_signal(self, key: str, signal: str, length: timedelta | None) -> Any:
         assert self.db_call is not None
         saved = (await self._saved_async()).get(key)
         if saved is not None:
             return saved.result
-        held, timed_out = self._held(), self._timed_out(signal)
-        taken = await self.db_call(self.store.take, *held, signal, key, self.clock.now())
-        if taken is None or taken.found:
-            return self._taken(key, taken)
-        if not timed_out:
-            raise Parked(self._deadline(length), signal)
-        return await self._save_async(key, None)
+        held, timed_out, now = self._held(), self._timed_out(signal), self.clock.now()
+        taken = await self.db_call(self.store.take, *held, signal, key, now, timed_out)
+        return self._taken(key, signal, length, taken)
 
-    def _taken(self, key: str, taken: Taken | None) -> Any:
+    def _taken(self, key: str, signal: str, length: timedelta | None, taken: Taken | None) -> Any:
+        """What the wait returns: the signal taken (``None`` for one that timed out), or the
+        park until one comes."""
         if taken is None:
             raise self._lost(key)
+        if not taken.found:
+            raise Parked(self._deadline(length), signal)
         return self._kept(key, taken.payload, self.clock.now())
 
     def _timed_out(self, signal: str) -> bool:

@@ -41,9 +41,12 @@ class WorkflowStore(Protocol):
         signal: str,
         name: str,
         now: datetime,
+        timed_out: bool = False,
     ) -> Taken | None:
         """Take the oldest untaken ``signal`` sent to the job and save it as the wait's step
-        ``name``, fenced as ``save`` is; ``None`` when the lease is no longer held."""
+        ``name``, fenced as ``save`` is; with none there and the wait ``timed_out``, save the
+        step as ``None`` (found, no payload) in the same transaction, so that the timeout is
+        never lost to a later failure. ``None`` when the lease is no longer held."""
         ...
 
     def signal(
