@@ -8,12 +8,15 @@ waits for jobs to end, whatever their end."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from rota import Enqueue, InvalidArguments, JobContext, JobNotFound, JobState, Rota
 from rota.errors import ErrorCode
+from rota.testing import FakeClock
 
 
 def register(rota: Rota) -> tuple[Counter[str], list[Any]]:
@@ -109,3 +112,20 @@ def test_after_waits_for_every_job_to_end_whatever_its_end(rota: Rota) -> None:
         rota.queue("finally_", "z", after=[10**12])
     with pytest.raises(InvalidArguments, match="after holds job ids"):
         rota.queue("finally_", "z", after=["x"])
+
+
+def test_a_batch_row_goes_once_its_jobs_were_pruned(
+    make_rota: Callable[..., Rota], clock: FakeClock
+) -> None:
+    rota = make_rota(succeeded_retention=timedelta(days=1), failed_retention=timedelta(days=2))
+    register(rota)
+    batch = rota.batch([Enqueue("part", 1)], on_complete=Enqueue("finally_", "p"))
+    rota.drain()
+    clock.advance(timedelta(days=1, seconds=1))
+    assert rota.prune() == 2
+    status = rota.batch_status(batch.id)
+    assert (status.by_state, status.finished) == ({}, True), "kept until its retention"
+    clock.advance(timedelta(days=1))
+    rota.prune()
+    with pytest.raises(JobNotFound, match=f"batch {batch.id}"):
+        rota.batch_status(batch.id)

@@ -50,7 +50,8 @@ class Retention:
 class PrunePass:
     """The deletions of one pass, a batch a ``step``: succeeded jobs past their retention, then
     failed and cancelled ones, then schedule history entries older than the failed jobs'
-    retention, each oldest first.  ``jobs`` counts the jobs deleted so far."""
+    retention, each oldest first, then batches as old whose jobs are all gone.  ``jobs``
+    counts the jobs deleted so far."""
 
     def __init__(self, store: Store, retention: Retention, now: datetime) -> None:
         self.store = store
@@ -67,12 +68,13 @@ class PrunePass:
         """Where the group's next batch starts: past the jobs deleted, whose index entries
         linger."""
         self.history: datetime | None = now - retention.failed
+        self.batches: datetime | None = now - retention.failed
         self.jobs = 0
 
     def step(self) -> int | None:
-        """Delete the next batch; how many jobs (0: history entries), ``None`` once none is
-        left.  A group is done with the batch that reaches its cutoff, so a pass with nothing
-        to delete costs one transaction a group."""
+        """Delete the next batch; how many jobs (0: history entries or batches), ``None``
+        once none is left.  A group is done with the batch that reaches its cutoff, so a pass
+        with nothing to delete costs one transaction a group."""
         while self.groups:
             states, before = self.groups[0]
             pruned = self.store.finished.prune(states, before, self.batch, self.after)
@@ -85,6 +87,10 @@ class PrunePass:
         if self.history is not None:
             if self.store.schedules.prune_history(self.history, self.batch) < self.batch:
                 self.history = None
+            return 0
+        if self.batches is not None:
+            if self.store.batches.prune(self.batches, self.batch) < self.batch:
+                self.batches = None
             return 0
         return None
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.model import JobState, NewJob
@@ -76,5 +76,24 @@ class SqlBatches:
             }
             live = sum(n for state, n in states.items() if not JobState.stored(state).is_final)
             return BatchStatus(batch_id, size, states, finished=live == 0)
+
+        return self.database.transaction(work)
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` batches made before ``before`` none of whose jobs is left;
+        how many."""
+        table, jobs = self.table, self.database.schema.jobs
+        members = select(jobs.c.id).where(jobs.c.batch_id == table.c.id)
+        stale = (
+            select(table.c.id)
+            .where(self.database.mine(table), table.c.created_at < before, ~members.exists())
+            .limit(limit)
+        )
+
+        def work(connection: Connection) -> int:
+            ids = list(connection.execute(stale).scalars())
+            if not ids:
+                return 0
+            return int(connection.execute(delete(table).where(table.c.id.in_(ids))).rowcount)
 
         return self.database.transaction(work)

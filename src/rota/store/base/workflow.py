@@ -82,3 +82,8 @@ class BatchStore(Protocol):
     def status(self, batch_id: int) -> BatchStatus | None:
         """The batch's jobs counted by state; ``None`` for no such batch."""
         ...
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` batches made before ``before`` whose jobs were all pruned;
+        how many."""
+        ...
