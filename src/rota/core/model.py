@@ -57,6 +57,9 @@ class JobState(str, Enum):
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 STORED_STATES = tuple(state for state in JobState if state is not JobState.UNKNOWN)
 """The states rota writes."""
+LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING, JobState.WAITING)
+"""The states of a job yet to end: listed by ``rota.jobs()``, cancelled at once or asked to
+stop, reached by a signal."""
 
 
 def seen_state(state: JobState, queue: str, paused_queues: Collection[str]) -> JobState:

@@ -21,7 +21,15 @@ from urllib.parse import urlencode
 from rota.app import Rota
 from rota.core.checks import LATEST
 from rota.core.cron import Cron, zone
-from rota.core.model import FINISHED_WINDOW, MAX_JOB_ID, Job, JobState, WorkerInfo, claimable
+from rota.core.model import (
+    FINISHED_WINDOW,
+    LIVE_STATES,
+    MAX_JOB_ID,
+    Job,
+    JobState,
+    WorkerInfo,
+    claimable,
+)
 from rota.core.names import name_problem
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
 from rota.errors import RotaError
@@ -256,10 +264,6 @@ def page_query(query: JobsQuery, page: int) -> str:
     return urlencode([*pairs, ("page", str(page))])
 
 
-LIVE = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING, JobState.WAITING)
-"""The states a job can be cancelled in."""
-
-
 def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
     """One job in full; ``JobNotFound`` propagates as a 404."""
     job = rota.job(job_id)
@@ -281,7 +285,7 @@ def job_detail(rota: Rota, job_id: int) -> dict[str, Any]:
         else None,
         "took": took,
         "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
-        "can_cancel": job.state in LIVE and not job.cancel_requested,
+        "can_cancel": job.state in LIVE_STATES and not job.cancel_requested,
         "can_pause": job.state is JobState.PENDING,
         "can_resume": job.state is JobState.PAUSED and not queue_paused,
         "queue_paused": queue_paused,

@@ -15,7 +15,15 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 
-from rota.core.model import MAX_JOB_ID, Job, JobState, JobStatus, Stranded, seen_state
+from rota.core.model import (
+    LIVE_STATES,
+    MAX_JOB_ID,
+    Job,
+    JobState,
+    JobStatus,
+    Stranded,
+    seen_state,
+)
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database
@@ -35,7 +43,6 @@ LIVE_COLUMNS = [
 ]
 """The columns a line of ``Rota.jobs()`` is made of: fewer than a summary's, as it lists every
 live job."""
-LIVE_STATES = (JobState.PENDING, JobState.PAUSED, JobState.RUNNING, JobState.WAITING)
 PENDING, PAUSED = UNSTARTED
 
 

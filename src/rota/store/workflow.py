@@ -31,19 +31,14 @@ from sqlalchemy import ColumnElement, and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from rota.core.checks import LATEST
-from rota.core.model import JobState
+from rota.core.model import LIVE_STATES, JobState
 from rota.core.transitions import Transition
 from rota.core.workflow import Step
 from rota.errors import StoreError
 from rota.store.database import Database
 from rota.store.values import Taken
 
-LIVE = (
-    JobState.PENDING.value,
-    JobState.PAUSED.value,
-    JobState.RUNNING.value,
-    JobState.WAITING.value,
-)
+LIVE = [state.value for state in LIVE_STATES]
 """The states of a job a signal can still reach."""
 
 

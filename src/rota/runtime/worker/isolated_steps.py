@@ -11,9 +11,7 @@ and are raised in the child, where the handler sees them as in a thread.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json
 import threading
 from collections.abc import Callable
@@ -32,7 +30,7 @@ from rota.errors import (
     TransientStoreError,
 )
 from rota.runtime.services import results
-from rota.runtime.worker.journal import Journal, Parked
+from rota.runtime.worker.journal import Journal, Parked, called
 
 ERRORS: dict[str, type[RotaError]] = {
     kind.__name__: kind
@@ -113,9 +111,7 @@ class JournalClient:
             try:
                 self._in_step = True
                 try:
-                    value = fn(*args, **kwargs)
-                    if inspect.isawaitable(value):
-                        value = asyncio.run(_awaited(value))
+                    value = called(fn, args, kwargs)
                 finally:
                     self._in_step = False
                 encoded = results.encode(value, self.max_result_bytes)
@@ -154,7 +150,3 @@ def _answered(reply: tuple[Any, ...]) -> Any:
         name, message = rest
         raise ERRORS[name](message)
     return None if rest[0] is None else json.loads(rest[0])
-
-
-async def _awaited(value: Any) -> Any:
-    return await value

@@ -86,10 +86,7 @@ class Journal:
         saved = self._saved_sync().get(key)
         if saved is not None:
             return saved.result
-        value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
-        return self._save_sync(key, value)
+        return self._save_sync(key, called(fn, args, kwargs))
 
     def sleep(self, name: str, duration: float | timedelta) -> Any:
         key = self.names.next(name)
@@ -221,6 +218,13 @@ class Journal:
         return LeaseLost(
             f"job {self.job.id} lost its lease while step {key!r} ran: the step was not saved"
         )
+
+
+def called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+    """What a step's function returns in a thread: awaited in a loop of its own when it is a
+    coroutine function's (an async function may be a sync handler's step)."""
+    value = fn(*args, **kwargs)
+    return asyncio.run(_awaited(value)) if inspect.isawaitable(value) else value
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
