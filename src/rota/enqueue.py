@@ -13,12 +13,13 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rota.core import checks, payload
 from rota.core.events import EventName
 from rota.core.model import DEFAULT_QUEUE, MAX_JOB_ID, NewJob, WorkerInfo
 from rota.core.names import check_name
+from rota.core.search import check_meta, check_seconds, check_tags
 from rota.errors import InvalidArguments, StoreError
 from rota.tasks import Handler, TaskDefinition, TaskRegistry
 
@@ -40,8 +41,8 @@ class Enqueue:
     """
 
     __slots__ = (
-        *("after", "args", "delay", "depends_on", "kwargs", "priority", "queue", "run_at"),
-        *("task", "unique_key"),
+        *("after", "args", "debounce", "delay", "depends_on", "kwargs", "meta", "priority"),
+        *("queue", "run_at", "tags", "task", "unique_for", "unique_key"),
     )
 
     def __init__(
@@ -58,6 +59,10 @@ class Enqueue:
         after: Sequence[int] | None = None,
         args: Sequence[Any] | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        debounce: float | None = None,
+        unique_for: float | None = None,
         **keyword: Any,
     ) -> None:
         if (args is not None and positional) or (kwargs is not None and keyword):
@@ -72,6 +77,10 @@ class Enqueue:
         self.unique_key = unique_key
         self.depends_on = depends_on
         self.after = after
+        self.tags = tags
+        self.meta = meta
+        self.debounce = debounce
+        self.unique_for = unique_for
 
     def __repr__(self) -> str:
         return f"Enqueue({self.task!r}, args={self.args!r}, kwargs={self.kwargs!r})"
@@ -175,6 +184,7 @@ class _Batch:
             unique_key = f"{target.name}:{hashlib.sha256(encoded.encode()).hexdigest()[:40]}"
         if unique_key is not None:
             check_name("unique_key", unique_key, InvalidArguments)
+        kept = keeping(request, unique_key)
         flow = definition.limits if definition is not None else None
         # Without the definition here the keys stay unset; the worker that claims the job
         # fills them in (rota.store.limits).
@@ -184,7 +194,7 @@ class _Batch:
         return NewJob(
             task=target.name,
             payload=encoded,
-            run_at=run_at(request, self.now),
+            run_at=run_at(request, self.now, kept.debounce),
             queue=target.queue if request.queue is None else request.queue,
             priority=request.priority if request.priority is not None else _priority(definition),
             max_attempts=self.attempts(target, definition) if definition else None,
@@ -193,6 +203,10 @@ class _Batch:
             after=dependencies(request.after, "after"),
             concurrency_key=concurrency_key,
             rate_key=rate_key,
+            tags=check_tags([*(definition.tags if definition else ()), *(request.tags or ())]),
+            meta=check_meta(request.meta),
+            unique_for=kept.unique_for,
+            debounce=kept.debounce,
         )
 
 
@@ -219,9 +233,30 @@ def _priority(definition: TaskDefinition | None) -> int:
     return definition.priority if definition is not None else 0
 
 
-def run_at(request: Enqueue, now: datetime) -> datetime:
-    if request.delay is not None and request.run_at is not None:
-        raise InvalidArguments("give delay or run_at, not both")
+class Kept(NamedTuple):
+    """How a unique key holds: ``debounce`` and ``unique_for``, in whole seconds."""
+
+    debounce: int | None
+    unique_for: int | None
+
+
+def keeping(request: Enqueue, unique_key: str | None) -> Kept:
+    """``debounce`` and ``unique_for`` checked: each needs a unique key to act on."""
+    kept = Kept(
+        check_seconds("debounce", request.debounce),
+        check_seconds("unique_for", request.unique_for),
+    )
+    if unique_key is None and (kept.debounce or kept.unique_for):
+        option = "debounce" if kept.debounce else "unique_for"
+        raise InvalidArguments(f"{option} acts on a unique key: give unique_key= too")
+    return kept
+
+
+def run_at(request: Enqueue, now: datetime, debounce: int | None = None) -> datetime:
+    if (request.delay is not None) + (request.run_at is not None) + (debounce is not None) > 1:
+        raise InvalidArguments("give one of delay, run_at and debounce")
+    if debounce is not None:
+        return now + timedelta(seconds=debounce)
     if request.run_at is not None:
         return checks.moment(request.run_at, InvalidArguments, "run_at")
     return now if request.delay is None else checks.later(now, request.delay, InvalidArguments)

@@ -17,6 +17,7 @@ from rota.core.cron import Cron
 from rota.core.model import DEFAULT_QUEUE
 from rota.core.names import check_name
 from rota.core.overlap import overlap_policy
+from rota.core.search import check_tags
 from rota.errors import ConfigError, InvalidArguments, TaskNotRegistered
 
 MAX_SHAPES = 64
@@ -81,6 +82,8 @@ class TaskDefinition:
     """A schedule of the task whose last this many ticks failed is *failing*
     (``schedule.failing``; ``schedule.recovered`` at the next success); ``None``: the
     ``Rota``'s ``alert_after_failures``, which is off by default."""
+    tags: Sequence[str] = ()
+    """Tags every job of the task carries, before those ``queue(tags=...)`` adds."""
     takes_context: bool = field(init=False, repr=False)
     is_async: bool = field(init=False, repr=False)
     signature: inspect.Signature = field(init=False, repr=False, compare=False)
@@ -96,6 +99,10 @@ class TaskDefinition:
             raise ConfigError(f"task {self.name!r}: handler {self.handler!r} is not callable")
         check_name("queue", self.queue, ConfigError)
         label = f"task {self.name!r}:"
+        try:
+            object.__setattr__(self, "tags", check_tags(self.tags))
+        except InvalidArguments as error:
+            raise ConfigError(f"{label} {error}") from None
         if self.timeout is not None:
             checks.seconds(self.timeout, ConfigError, f"{label} timeout", positive=True)
         checks.check_int(self.retries, ConfigError, f"{label} retries", 0)
@@ -265,6 +272,7 @@ class TaskOptions(TypedDict, total=False):
     no_retry_on: ExceptionTypes | type[BaseException]
     max_snoozes: int | None
     alert_after_failures: int | None
+    tags: Sequence[str]
 
 
 class TaskRegistry:

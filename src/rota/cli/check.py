@@ -32,8 +32,9 @@ from rota.config import default_url
 from rota.core.connection import DEFAULT_NAMESPACE
 from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.escaping import visible
-from rota.core.model import Stranded, WorkerInfo
+from rota.core.model import WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
+from rota.core.stranded import Stranded
 from rota.display import NONE, span
 from rota.errors import ConfigError, DatabaseUnavailable, ErrorCode, RotaError, StoreError
 from rota.store import head_revision

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -130,6 +130,14 @@ class NewJob:
     """The key of the task's ``concurrency_limit``, resolved at enqueue (``None``: no limit)."""
     rate_key: str | None = None
     """The key of the task's ``rate_limit``, resolved at enqueue (``None``: no limit)."""
+    tags: tuple[str, ...] = ()
+    meta: str | None = None
+    """``meta`` as checked JSON text."""
+    unique_for: int | None = None
+    """Seconds the unique key stays taken after the job finished."""
+    debounce: int | None = None
+    """Seconds a new call with the same unique key moves a pending holder's ``run_at`` to."""
+    replay_of: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +224,13 @@ class Job:
     it wakes to takes the signal or finds the wait timed out."""
     batch_id: int | None = None
     """The batch (``rota.batch``) the job belongs to, as one of its jobs or a callback."""
+    tags: tuple[str, ...] = ()
+    meta: dict[str, Any] | None = None
+    replay_of: int | None = None
+    """The finished job this one replays (``rota.replay``)."""
+    stuck: bool = False
+    """Running past its timeout and margin or ``stuck_after`` while its lease is renewed
+    (``job.stuck`` was announced for this attempt)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,46 +263,6 @@ class WorkerInfo:
 
     def is_live(self, now: datetime) -> bool:
         return self.live_until >= now
-
-
-def claimable(workers: Sequence[WorkerInfo]) -> set[tuple[str, str]]:
-    """The (task, queue) pairs some worker both registers and serves."""
-    return {(task, queue) for w in workers for task in w.tasks for queue in w.queues}
-
-
-@dataclass(frozen=True, slots=True)
-class Stranded:
-    """Pending jobs of one task and queue that no live worker can claim, and why.
-
-    ``rota check`` and the dashboard flag them: a job queued by name for a task that no
-    deployed worker registers would otherwise wait unseen.
-    """
-
-    task: str
-    queue: str
-    pending: int
-    reason: str
-
-    @classmethod
-    def among(
-        cls, pending: Iterable[tuple[str, str, int]], workers: Sequence[WorkerInfo]
-    ) -> list[Stranded]:
-        """The ``(task, queue, count)`` groups of pending jobs none of ``workers`` can claim,
-        sorted by task and queue."""
-        ready = claimable(workers)
-        registered = {task for worker in workers for task in worker.tasks}
-        return [
-            cls(
-                task,
-                queue,
-                count,
-                "no live worker registers the task"
-                if task not in registered
-                else "no live worker with the task serves the queue",
-            )
-            for task, queue, count in sorted(pending)
-            if (task, queue) not in ready
-        ]
 
 
 @dataclass(frozen=True, slots=True)

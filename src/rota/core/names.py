@@ -24,6 +24,7 @@ LIMITS = {
     "namespace": 64,
     "step": 200,
     "signal": 190,
+    "tag": 100,
 }
 """Characters of each kind of name; the schema's columns are this wide."""
 

@@ -28,10 +28,10 @@ from rota.core.model import (
     Job,
     JobState,
     WorkerInfo,
-    claimable,
 )
 from rota.core.names import name_problem
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
+from rota.core.stranded import claimable
 from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.values import JobSummary

@@ -20,18 +20,19 @@ being written unseen; the ending transaction waits, then finds the new link and 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, delete, false, or_, select, update
+from sqlalchemy import Select, and_, delete, false, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import AttemptError, JobRef, JobState
 from rota.errors import ErrorCode, InvalidArguments
 from rota.store.database import Database
-from rota.store.rows import UNSTARTED, _attempt_errors, errors_json
+from rota.store.rows import UNSTARTED, _attempt_errors, errors_json, released_key
+from rota.store.unique import UniqueKeys
 from rota.store.values import Cascaded
 
 SUCCEEDED = JobState.SUCCEEDED.value
@@ -101,14 +102,18 @@ class SqlDependencies:
         for index, (row, wait) in enumerate(zip(rows, waits, strict=True)):
             if not wait and not afters[index]:
                 continue
-            if row["unique_key"] is not None and self._live_duplicate(connection, row):
+            if row["unique_key"] is not None and self._live_duplicate(connection, row, now):
                 linked[index] = after[index] = ()
                 continue
             ended = next((parent for parent in wait if states[parent] in ENDED_BADLY), None)
             if ended is not None:
                 error = _failure(0, now, ended, states[ended], "had already ")
                 row.update(
-                    state=CANCELLED, finished_at=now, unique_key=None, errors=errors_json([error])
+                    state=CANCELLED,
+                    finished_at=now,
+                    unique_key=None,
+                    errors=errors_json([error]),
+                    error_code=ErrorCode.DEPENDENCY_FAILED.value,
                 )
         return linked, after
 
@@ -126,9 +131,8 @@ class SqlDependencies:
             raise InvalidArguments(f"depends_on or after names jobs that do not exist: {shown}")
         return states
 
-    def _live_duplicate(self, connection: Connection, row: dict[str, Any]) -> bool:
-        jobs = self.jobs
-        return connection.execute(holding_key(jobs, row)).first() is not None
+    def _live_duplicate(self, connection: Connection, row: dict[str, Any], now: datetime) -> bool:
+        return UniqueKeys(self.database).holder(connection, row, now) is not None
 
     def link(
         self,
@@ -219,7 +223,13 @@ class SqlDependencies:
                 connection.execute(
                     update(jobs)
                     .where(jobs.c.id.in_(chunk), jobs.c.state.in_(UNSTARTED))
-                    .values(state=CANCELLED, finished_at=now, unique_key=None, errors=errors)
+                    .values(
+                        state=CANCELLED,
+                        finished_at=now,
+                        unique_key=released_key(jobs),
+                        errors=errors,
+                        error_code=ErrorCode.DEPENDENCY_FAILED.value,
+                    )
                 )
         return sorted(cancelled, key=lambda each: each.job.id)
 
@@ -275,12 +285,3 @@ def _failure(
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
     for start in range(0, len(ids), CHUNK):
         yield ids[start : start + CHUNK]
-
-
-def holding_key(jobs: Table, row: Mapping[str, Any]) -> Select[Any]:
-    """The id of the job that holds ``row``'s unique key: of its task, in its namespace."""
-    return select(jobs.c.id).where(
-        jobs.c.namespace == row["namespace"],
-        jobs.c.task == row["task"],
-        jobs.c.unique_key == row["unique_key"],
-    )

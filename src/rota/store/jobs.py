@@ -21,19 +21,23 @@ from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.candidates import ClaimCandidates
 from rota.store.database import Database
-from rota.store.dependencies import ENDED_BADLY, SqlDependencies, holding_key
+from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
 from rota.store.rows import (
     RUNNING,
     UNSTARTED,
     errors_json,
+    finished_values,
     job_values,
     lease_expired,
+    released_key,
     set_only,
     to_job,
 )
 from rota.store.sizes import by_size
-from rota.store.successes import FINISHED, Successes
+from rota.store.successes import Successes
+from rota.store.tags import JobTags
+from rota.store.unique import UniqueKeys
 from rota.store.values import Applied
 from rota.store.workflow import SqlWorkflow
 
@@ -47,6 +51,8 @@ class SqlJobs:
         self.dependencies = SqlDependencies(database)
         self.candidates = ClaimCandidates(database, self.dependencies)
         self.workflow = SqlWorkflow(database)
+        self.unique = UniqueKeys(database)
+        self.tags = JobTags(database)
 
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, connection: Connection | None = None
@@ -59,38 +65,39 @@ class SqlJobs:
 
     def write(self, connection: Connection, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """The rows, in ``connection``'s transaction, their dependencies checked first and
-        linked after (see ``dependencies``)."""
+        linked after (see ``dependencies``), their tags beside them."""
         namespace = {"namespace": self.database.namespace}
         rows = [job_values(job, now) | namespace for job in jobs]
         waits, afters = [job.depends_on for job in jobs], [job.after for job in jobs]
-        if not any(waits) and not any(afters):
-            return self._insert_all(connection, rows)
-        waits, afters = self.dependencies.prepare(connection, rows, waits, afters, now)
-        ids = self._insert_all(connection, rows)
-        self.dependencies.link(connection, ids, waits)
-        self.dependencies.link(connection, ids, afters, until_final=True)
+        if any(waits) or any(afters):
+            waits, afters = self.dependencies.prepare(connection, rows, waits, afters, now)
+        ids, new = self._insert_all(connection, rows, jobs, now)
+        if any(waits) or any(afters):
+            self.dependencies.link(connection, ids, waits)
+            self.dependencies.link(connection, ids, afters, until_final=True)
+        tagged = [(i, job.tags) for i, job, n in zip(ids, jobs, new, strict=True) if n and job.tags]
+        if tagged:
+            self.tags.write(connection, tagged)
         return ids
 
-    def _insert_all(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
-        """Plain rows in bulk; rows with a unique key one by one, reusing a live duplicate."""
+    def _insert_all(
+        self,
+        connection: Connection,
+        rows: list[dict[str, Any]],
+        jobs: Sequence[NewJob],
+        now: datetime,
+    ) -> tuple[list[int], list[bool]]:
+        """Plain rows in bulk; rows with a unique key one by one (``store.unique``): the ids,
+        and which rows were written (a key's live holder is returned instead)."""
         plain = [row for row in rows if row["unique_key"] is None]
         table, dialect = self.table, self.database.dialect
         inserted = dialect.insert_ids(connection, table, set_only(table, plain)) if plain else []
-        ids = dict(zip((id(row) for row in plain), inserted, strict=True))
-        for row in rows:
+        ids = {id(row): (job_id, True) for row, job_id in zip(plain, inserted, strict=True)}
+        for row, job in zip(rows, jobs, strict=True):
             if row["unique_key"] is not None:
-                ids[id(row)] = self._insert_unique(connection, row)
-        return [ids[id(row)] for row in rows]
-
-    def _insert_unique(self, connection: Connection, row: dict[str, Any]) -> int:
-        """Insert unless a pending or running job holds the key; either way return its id.
-
-        The unique index decides under concurrency: a racing insert waits for the winner's
-        commit and then skips, so both callers read the same id.
-        """
-        table = self.table
-        connection.execute(self.database.dialect.insert_ignoring_duplicates(table), [row])
-        return int(connection.execute(holding_key(table, row)).scalar_one())
+                ids[id(row)] = self.unique.insert(connection, row, job.debounce, now)
+        written = [ids[id(row)] for row in rows]
+        return [job_id for job_id, _ in written], [new for _, new in written]
 
     def claim(
         self,
@@ -176,7 +183,8 @@ class SqlJobs:
         transaction repeated after its connection dropped, whose first try had committed."""
         jobs = self.table
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
-        success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **FINISHED}
+        finished = finished_values(jobs)
+        success = {"state": JobState.SUCCEEDED.value, "finished_at": now, **finished}
         applied: set[int] = set()
         cancelled: set[int] = set()
         """Waits whose job was asked to stop meanwhile, cancelled instead of parked."""
@@ -218,7 +226,7 @@ class SqlJobs:
             values: dict[str, Any] = {
                 "state": t.target.value,
                 "attempt": t.attempt,
-                **(FINISHED if t.finishes else released),
+                **(finished if t.finishes else released),
             }
             if t.finishes:
                 values["finished_at"] = t.at
@@ -226,6 +234,7 @@ class SqlJobs:
                 values["run_at"] = t.run_at
             if t.errors is not None:
                 values["errors"] = errors_json(t.errors)
+                values["error_code"] = t.errors[-1].code if t.errors else None
             if t.snoozes is not None:
                 values["snoozes"] = t.snoozes
             if connection.execute(
@@ -321,7 +330,7 @@ class SqlJobs:
                 .values(
                     state=JobState.CANCELLED.value,
                     finished_at=now,
-                    unique_key=None,
+                    unique_key=released_key(jobs),
                     waiting_for=None,
                 )
             ).rowcount:

@@ -21,14 +21,15 @@ from rota.core.model import (
     Job,
     JobState,
     JobStatus,
-    Stranded,
     seen_state,
 )
+from rota.core.stranded import Stranded
 from rota.store.base import DEPENDENTS_LISTED
 from rota.store.cluster import SqlCluster, paused_names
 from rota.store.database import Database
 from rota.store.dependencies import SqlDependencies
 from rota.store.rows import RUNNING, UNSTARTED, _attempt_errors, _progress, in_states, to_job
+from rota.store.tags import JobTags
 from rota.store.values import JobSummary
 from rota.store.windows import FinishedWindows
 
@@ -53,6 +54,7 @@ class SqlReads:
         self.table = database.schema.jobs
         self.dependencies = SqlDependencies(database)
         self.windows = FinishedWindows(database)
+        self.tags = JobTags(database)
 
     def job(self, job_id: int) -> Job | None:
         """The row, and its dependencies (in the same transaction) if it has any; pending in a
@@ -65,6 +67,9 @@ class SqlReads:
             if row is None:
                 return None
             job = to_job(row._mapping)
+            tags = self.tags.of(connection, [job_id]).get(job_id)
+            if tags:
+                job = replace(job, tags=tags)
             if job.state is JobState.PENDING:
                 paused_query = paused_names(self.database, job.namespace)
                 paused = set(connection.execute(paused_query).scalars())

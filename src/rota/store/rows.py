@@ -19,7 +19,7 @@ from enum import Enum
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, and_, or_
+from sqlalchemy import Table, and_, case, null, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core import payload
@@ -62,6 +62,17 @@ def lease_expired(jobs: Table, now: datetime) -> ColumnElement[bool]:
     return and_(jobs.c.state == RUNNING, or_(lease < now, lease.is_(None)))
 
 
+def released_key(jobs: Table) -> ColumnElement[Any]:
+    """What an ending job's ``unique_key`` becomes: free (NULL), unless the job was queued with
+    ``unique_for``, whose key stays taken after it finished (``store.unique``)."""
+    return case((jobs.c.unique_for.is_(None), null()), else_=jobs.c.unique_key)
+
+
+def finished_values(jobs: Table) -> dict[str, Any]:
+    """What a final job's row drops; it keeps its last attempt's worker (``Job.lease_owner``)."""
+    return {"lease_until": None, "cancel_requested": False, "unique_key": released_key(jobs)}
+
+
 def outside(column: ColumnElement[str], values: Collection[str]) -> ColumnElement[bool]:
     """``column`` holds none of ``values``: the ranges around them, each one an index serves
     (``NOT IN`` is a scan on PostgreSQL).  For lowercase ASCII words, as rota's states are,
@@ -102,6 +113,10 @@ def job_values(job: NewJob, now: datetime) -> dict[str, Any]:
         "rate_key": job.rate_key,
         "has_dependencies": bool(job.depends_on or job.after),
         "batch_id": job.batch_id,
+        "meta": job.meta,
+        "unique_for": job.unique_for,
+        "replay_of": job.replay_of,
+        "error_code": None,
     }
 
 
@@ -162,6 +177,9 @@ def to_job(data: Mapping[Any, Any]) -> Job:
         namespace=data["namespace"],
         waiting_for=data.get("waiting_for"),
         batch_id=data.get("batch_id"),
+        meta=_meta(data.get("meta")),
+        replay_of=data.get("replay_of"),
+        stuck=state is JobState.RUNNING and data.get("stuck_attempt") == data["attempt"],
     )
 
 
@@ -210,6 +228,18 @@ def _result(stored: str | None, problems: list[str]) -> Any:
     except ValueError as error:
         problems.append(column_problem("result", error, stored))
         return None
+
+
+def _meta(stored: str | None) -> dict[str, Any] | None:
+    """The job's metadata; ``None`` if a hand edit left it unreadable (it never stops the job
+    from running, as unreadable arguments do)."""
+    if stored is None:
+        return None
+    try:
+        meta = json.loads(stored)
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def _progress(fraction: float | None, note: str | None) -> Progress | None:

@@ -30,6 +30,8 @@ from rota.store.types import BigId, LongText, UtcDateTime
 
 ACTOR_LENGTH = LIMITS["actor"]
 """Longest actor recorded in a schedule's history (``dashboard:<user>`` and the like)."""
+ERROR_CODE_LENGTH = 32
+"""An error code (``TIMEOUT``) as the last failed attempt recorded it, for ``find``."""
 FLOW_KEY_LENGTH = 255
 """Longest concurrency or rate key stored; longer keys are stored as a digest."""
 
@@ -96,6 +98,8 @@ class Schema:
     signals: Table
     batches: Table
     wait_deadlines: Table
+    job_tags: Table
+    bulk_actions: Table
 
 
 def jobs_channel(prefix: str) -> str:
@@ -106,6 +110,30 @@ def jobs_channel(prefix: str) -> str:
 def notify_function(prefix: str) -> str:
     """The PostgreSQL trigger function (and trigger) that sends on ``jobs_channel``."""
     return f"{prefix}notify_new_jobs"
+
+
+def job_tag_columns(prefix: str) -> list[Any]:
+    """A job's tags, a row each, found by tag newest job first (``rota.find(tags=...)``)."""
+    return [
+        Column("job_id", BigId, primary_key=True, autoincrement=False),
+        Column("tag", String(LIMITS["tag"]), primary_key=True),
+        namespace_column(),
+        Index(f"ix_{prefix}job_tags_tag", "namespace", "tag", "job_id"),
+    ]
+
+
+def bulk_action_columns() -> list[Any]:
+    """What a bulk action did (``retry(matching=...)`` and the like): who, which filter, how
+    many jobs."""
+    return [
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        namespace_column(),
+        Column("at", UtcDateTime, nullable=False),
+        Column("actor", String(ACTOR_LENGTH), nullable=False),
+        Column("action", String(16), nullable=False),
+        Column("filter", LongText, nullable=False),
+        Column("jobs", BigInteger, nullable=False),
+    ]
 
 
 def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
@@ -144,6 +172,11 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Column("has_workflow", Boolean, nullable=False, server_default=false()),
         Column("waiting_for", String(LIMITS["signal"]), nullable=True),
         Column("batch_id", BigId, nullable=True),
+        Column("meta", LongText, nullable=True),
+        Column("error_code", String(ERROR_CODE_LENGTH), nullable=True),
+        Column("unique_for", Integer, nullable=True),
+        Column("replay_of", BigId, nullable=True),
+        Column("stuck_attempt", Integer, nullable=True),
         Index(f"ix_{prefix}jobs_claim", *CLAIM_INDEX),
         Index(f"ix_{prefix}jobs_concurrency", "concurrency_key", "state"),
         Index(f"ix_{prefix}jobs_lease", "lease_until"),
@@ -151,6 +184,9 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         Index(f"uq_{prefix}jobs_tick", *TICK_KEY, unique=True),
         Index(f"uq_{prefix}jobs_unique_key", *UNIQUE_KEY, unique=True),
         Index(f"ix_{prefix}jobs_batch", "batch_id"),
+        Index(f"ix_{prefix}jobs_task", "namespace", "task", "id"),
+        Index(f"ix_{prefix}jobs_created", "namespace", "created_at"),
+        Index(f"ix_{prefix}jobs_error", "namespace", "error_code", "id"),
         **MYSQL_TABLE_OPTIONS,
     )
     workers = Table(
@@ -345,4 +381,10 @@ def build_schema(prefix: str = DEFAULT_TABLE_PREFIX) -> Schema:
         signals=signals,
         batches=batches,
         wait_deadlines=wait_deadlines,
+        job_tags=Table(
+            f"{prefix}job_tags", metadata, *job_tag_columns(prefix), **MYSQL_TABLE_OPTIONS
+        ),
+        bulk_actions=Table(
+            f"{prefix}bulk_actions", metadata, *bulk_action_columns(), **MYSQL_TABLE_OPTIONS
+        ),
     )

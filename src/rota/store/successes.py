@@ -14,10 +14,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.model import JobState
 from rota.store.kept import Kept
-from rota.store.rows import RUNNING
+from rota.store.rows import RUNNING, finished_values
 
-FINISHED = {"lease_until": None, "cancel_requested": False, "unique_key": None}
-"""What a final job's row drops; it keeps its last attempt's worker (``Job.lease_owner``)."""
 KEPT_GUARDS = 64
 """Workers whose statements are kept built (a process has one or a few)."""
 
@@ -55,7 +53,7 @@ class Successes:
                 .values(
                     state=JobState.SUCCEEDED.value,
                     finished_at=bindparam("finished_at", type_=jobs.c.finished_at.type),
-                    **FINISHED,
+                    **finished_values(jobs),
                 )
             )
 

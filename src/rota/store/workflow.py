@@ -36,6 +36,7 @@ from rota.core.transitions import Transition
 from rota.core.workflow import Step
 from rota.errors import StoreError
 from rota.store.database import Database
+from rota.store.rows import finished_values
 from rota.store.values import Taken
 
 LIVE = [state.value for state in LIVE_STATES]
@@ -199,7 +200,7 @@ class SqlWorkflow:
         released = {"lease_owner": None, "lease_until": None, "cancel_requested": False}
         if found[0]:
             ended = {"state": JobState.CANCELLED.value, "finished_at": transition.at}
-            written = {**ended, "attempt": transition.attempt, "unique_key": None, **released}
+            written = {**ended, "attempt": transition.attempt, **released, **finished_values(jobs)}
             connection.execute(this.values(written))
             return JobState.CANCELLED
         assert signal is not None

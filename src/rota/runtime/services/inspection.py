@@ -15,9 +15,10 @@ from datetime import datetime
 from rota.core import checks
 from rota.core.clock import Clock, ClockReading
 from rota.core.definitions import DefinitionConflict, conflicts
-from rota.core.model import Counts, Job, JobState, JobStatus, Stranded, WorkerInfo
+from rota.core.model import Counts, Job, JobState, JobStatus, WorkerInfo
 from rota.core.names import check_name
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
+from rota.core.stranded import Stranded
 from rota.errors import InvalidArguments
 from rota.runtime.common import Gate
 from rota.runtime.services.status import statuses

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from rota.core.model import Job, JobState, JobStatus, Stranded
+from rota.core.model import Job, JobState, JobStatus
+from rota.core.stranded import Stranded
 from rota.store.values import JobSummary
 
 DEPENDENTS_LISTED = 100

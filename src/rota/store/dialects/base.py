@@ -258,6 +258,14 @@ class Dialect:
         a skipped row as matched, and SQLAlchemy keeps no count of an INSERT on psycopg."""
         raise NotImplementedError
 
+    def insert_unique(
+        self, connection: Connection, table: Table, row: Mapping[str, Any]
+    ) -> int | None:
+        """Insert ``row`` unless it meets a unique key: its id, or ``None`` when it was skipped
+        (``RETURNING`` gives a row only for an insert)."""
+        statement = self.insert_ignoring_duplicates(table).returning(table.c.id)
+        return connection.execute(statement, dict(row)).scalar_one_or_none()
+
     def insert_ids(
         self, connection: Connection, table: Table, rows: list[dict[str, Any]]
     ) -> list[int]:

@@ -211,6 +211,14 @@ class MySQLDialect(Dialect):
         key = next(iter(table.primary_key.columns))
         return statement.on_duplicate_key_update({key.name: key})
 
+    def insert_unique(
+        self, connection: Connection, table: Table, row: Mapping[str, Any]
+    ) -> int | None:
+        """MySQL 8 has no ``INSERT ... RETURNING`` (MariaDB has): the id the server reports,
+        0 when the no-op update of a duplicate ran instead."""
+        inserted = connection.execute(self.insert_ignoring_duplicates(table), dict(row))
+        return inserted.lastrowid or None
+
     def insert_ids(
         self, connection: Connection, table: Table, rows: list[dict[str, Any]]
     ) -> list[int]:
