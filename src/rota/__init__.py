@@ -9,6 +9,7 @@ from rota.core.clock import Clock, SystemClock
 from rota.core.events import EventName
 from rota.core.model import AttemptError, Counts, DrainResult, Job, JobState, JobStatus, Progress
 from rota.core.schedules import Schedule, ScheduleAction, ScheduleChange
+from rota.core.search import BulkAction, Filter, Page
 from rota.core.workflow import Batch, BatchStatus, Step
 from rota.enqueue import Enqueue
 from rota.errors import (
@@ -46,6 +47,7 @@ __all__ = [
     "AttemptError",
     "Batch",
     "BatchStatus",
+    "BulkAction",
     "Cancellation",
     "Clock",
     "ConfigError",
@@ -60,6 +62,7 @@ __all__ = [
     "ExecutionFailed",
     "Fail",
     "FailedByHandler",
+    "Filter",
     "InvalidArguments",
     "InvalidCron",
     "InvalidResult",
@@ -73,6 +76,7 @@ __all__ = [
     "JobStatus",
     "JobTimeout",
     "LeaseLost",
+    "Page",
     "Progress",
     "ResultTimeout",
     "Retry",

@@ -25,6 +25,7 @@ from rota.core.schedules import Schedule, ScheduleChange
 from rota.core.urls import describe_url
 from rota.enqueue import Enqueue
 from rota.errors import ConfigError
+from rota.job_calls import JobCalls
 from rota.observe.events import EventLog, Hook
 from rota.observe.logs import configure_unless_configured
 from rota.observe.metrics import WorkerMetrics
@@ -36,6 +37,7 @@ from rota.runtime.host.process import Host, Served, retention
 from rota.runtime.host.signals import run_until_signalled
 from rota.runtime.host.wakeups import ProcessGate, Wakeups
 from rota.runtime.services import actors, control, results
+from rota.runtime.services.bulk import Bulk
 from rota.runtime.services.control import Control
 from rota.runtime.services.inspection import Inspection
 from rota.runtime.services.queueing import Enqueuing, Lent, Stamped
@@ -50,7 +52,7 @@ from rota.workflow_calls import WorkflowCalls
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Rota(WorkflowCalls):
+class Rota(JobCalls, WorkflowCalls):
     """Durable jobs and cron on one database.
 
     >>> rota = Rota("sqlite:///app.db", concurrency=10)
@@ -104,6 +106,7 @@ class Rota(WorkflowCalls):
         queues = tuple(self.config.queues or {})
         self._control = Control(common, self._schedules, queues, gate, announcer)
         self._workflows = Workflows(common, gate, payload_bytes)
+        self._bulk = Bulk(common, gate, announcer)
         self._inspection = Inspection(self.store, self.clock, gate)
         self._host = Host(
             common, self.config, self._readiness, wakeups, announcer, self._schedules.sync_code
@@ -220,16 +223,6 @@ class Rota(WorkflowCalls):
         """Enqueue one job of the schedule at once; its cron ticks carry on as before."""
         return self._schedules.run_now(schedule_id)
 
-    def pause(self, id: int | str | None = None) -> bool:
-        """Pause a schedule (by name) or a pending job (by id); with no id, every schedule and
-        every queue.  ``False`` when nothing changed; an unknown id raises ``*NotFound``."""
-        return self._control.pause(id)
-
-    def resume(self, id: int | str | None = None) -> bool:
-        """Resume a paused schedule from its first tick at or after now, or a paused job; with
-        no id, every paused schedule and every paused queue."""
-        return self._control.resume(id)
-
     def pause_queue(self, name: str) -> bool:
         """No worker of the cluster claims from ``name`` until it is resumed (persisted, seen at
         the next claim); jobs keep arriving and wait.  ``False`` if it was paused already."""
@@ -296,15 +289,6 @@ class Rota(WorkflowCalls):
         return await results.wait(
             store.reads.job_state, store.reads.job, self.clock, completions, poll, job_id, timeout
         )
-
-    def cancel(self, id: int | str) -> bool:
-        """Cancel a job (int id) or a schedule (its name); ``False`` if there is none or it had
-        ended.  A running job is stopped at its worker's next heartbeat."""
-        return self._control.cancel(id)
-
-    def retry(self, job_id: int) -> bool:
-        """Move a failed or cancelled job back to pending with a fresh attempt budget."""
-        return self._control.retry(self.job(job_id))
 
     def prune(self) -> int:
         """Delete finished jobs older than their retention now, in small batches; the count."""

@@ -203,7 +203,7 @@ class _Batch:
             after=dependencies(request.after, "after"),
             concurrency_key=concurrency_key,
             rate_key=rate_key,
-            tags=check_tags([*(definition.tags if definition else ()), *(request.tags or ())]),
+            tags=check_tags([*(definition.tags if definition else ()), *check_tags(request.tags)]),
             meta=check_meta(request.meta),
             unique_for=kept.unique_for,
             debounce=kept.debounce,

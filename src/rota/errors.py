@@ -33,7 +33,7 @@ sorts recorded errors can name them. An attempt's error (``Job.errors``) carries
 what its handler raised (a ``RotaError``'s own, ``FAILED_BY_HANDLER`` for ``Fail``,
 ``EXECUTION_FAILED`` for anything else) or of what rota decided: ``TIMEOUT``,
 ``INVALID_RESULT``, ``LEASE_EXPIRED`` (a rescue's, or ``LeaseLost``) and ``SNOOZE_LIMIT``. ``rota
-check`` reports ``JOBS_STRANDED``, ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY``,
+check`` reports ``JOBS_STRANDED``, ``JOBS_STUCK``, ``SCHEDULE_FAILING``, ``SERVER_READ_ONLY``,
 ``UNREADABLE_ROW`` and ``DEFINITION_CONFLICT``.
 """
 
@@ -75,6 +75,7 @@ class ErrorCode(str, Enum):
     SNOOZE_LIMIT = "SNOOZE_LIMIT"
     SCHEDULE_FAILING = "SCHEDULE_FAILING"
     JOBS_STRANDED = "JOBS_STRANDED"
+    JOBS_STUCK = "JOBS_STUCK"
     SERVER_READ_ONLY = "SERVER_READ_ONLY"
     UNREADABLE_ROW = "UNREADABLE_ROW"
     DEFINITION_CONFLICT = "DEFINITION_CONFLICT"

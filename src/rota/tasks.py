@@ -51,6 +51,10 @@ class TaskDefinition:
     retry_delay: float = 10.0
     retry_cap: float = 3600.0
     timeout: float | None = None
+    stuck_after: float | None = None
+    """Seconds after which a running attempt whose lease is still renewed is *stuck*
+    (``job.stuck``, the dashboard, ``rota check``); ``None``: ``timeout`` plus
+    ``rota.core.stuck.STUCK_MARGIN``, or never without a timeout."""
     queue: str = DEFAULT_QUEUE
     priority: int = 0
     unique: bool = False
@@ -105,6 +109,8 @@ class TaskDefinition:
             raise ConfigError(f"{label} {error}") from None
         if self.timeout is not None:
             checks.seconds(self.timeout, ConfigError, f"{label} timeout", positive=True)
+        if self.stuck_after is not None:
+            checks.seconds(self.stuck_after, ConfigError, f"{label} stuck_after", positive=True)
         checks.check_int(self.retries, ConfigError, f"{label} retries", 0)
         checks.seconds(self.retry_delay, ConfigError, f"{label} retry_delay")
         checks.seconds(self.retry_cap, ConfigError, f"{label} retry_cap")
@@ -260,6 +266,7 @@ class TaskOptions(TypedDict, total=False):
     retry_delay: float
     retry_cap: float
     timeout: float | None
+    stuck_after: float | None
     queue: str
     priority: int
     unique: bool

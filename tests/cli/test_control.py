@@ -160,6 +160,9 @@ COMMANDS = [
     "cancel",
     "pause",
     "resume",
+    "delete",
+    "update",
+    "replay",
     "run-now",
     "dashboard",
 ]

@@ -16,7 +16,6 @@ from rota.core.transitions import (
     Verdict,
     VerdictKind,
     after_attempt,
-    manual_retry,
     rescue,
 )
 from rota.errors import ErrorCode
@@ -112,17 +111,6 @@ def test_rescue_of_the_last_attempt_fails_and_of_a_cancelled_job_cancels() -> No
     assert cancelled.target is JobState.CANCELLED
 
 
-def test_manual_retry_resets_the_budget_and_keeps_history() -> None:
-    error = AttemptError(3, NOW, "EXECUTION_FAILED", "ValueError", "boom")
-    failed = running(attempt=3, state=JobState.FAILED, errors=(error,))
-    transition = manual_retry(failed, NOW)
-    assert (transition.target, transition.attempt, transition.errors) == (
-        JobState.PENDING,
-        0,
-        (error,),
-    )
-
-
 # DESIGN.md's job states, written out here: a change to ``EDGES`` must change this too.
 UNTIL = NOW + timedelta(days=3)
 """When a sleep ends, or a wait times out."""
@@ -157,11 +145,6 @@ def test_a_transition_exists_only_along_an_edge_of_the_graph(
     else:
         with pytest.raises(ValueError, match=f"no edge {source} -> {target}"):
             Transition(1, source, target, 1, NOW)
-
-
-def test_manual_retry_of_a_succeeded_job_is_refused() -> None:
-    with pytest.raises(ValueError, match="no edge succeeded -> pending"):
-        manual_retry(running(state=JobState.SUCCEEDED), NOW)
 
 
 def expected(kind: VerdictKind, attempt: int, max_attempts: int | None) -> tuple[object, ...]:

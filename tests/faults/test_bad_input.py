@@ -660,7 +660,8 @@ def test_hostile_strings_through_the_cli_are_only_data(
     active = {s.name for s in rota.store.schedules.all() if s.state is ScheduleState.ACTIVE}
     assert active == set(direct) - set(strings[:2])
     bad = run_cli(db, "jobs", "--task", "not utf-8 \udcff")
-    assert bad.exit_code == 1 and "INVALID_ARGUMENTS: an argument is not valid UTF-8" in bad.stderr
+    assert bad.exit_code == 1 and "INVALID_ARGUMENTS: task" in bad.stderr
+    assert "is not valid Unicode" in bad.stderr, "refused as a name, before any query"
     tables_intact(db)
 
 
@@ -696,7 +697,7 @@ def test_hostile_strings_through_the_dashboard_are_only_data(
     assert states.pop(target) is ScheduleState.PAUSED
     assert set(states.values()) == {ScheduleState.ACTIVE}
     nul = client.get("/jobs", params={"task": "nul\x00"})
-    assert nul.status_code == (400 if db.backend == "postgres" else 200)
+    assert nul.status_code == 400, "no task's name holds a control character: refused"
     assert linked_jobs(nul.text) == set()
     tables_intact(db)
 

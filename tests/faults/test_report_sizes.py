@@ -59,7 +59,8 @@ def result_updates(rota: Rota) -> list[int]:
 
     def count(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
         if statement.startswith("UPDATE") and "result=CASE" in statement:
-            counts.append(statement.count(" THEN "))
+            # A result a THEN; the unique key's own CASE (``rows.released_key``) aside.
+            counts.append(statement.count(" THEN ") - statement.count("unique_for IS NULL"))
 
     event.listen(sql_store(rota).engine, "before_cursor_execute", count)
     return counts

@@ -10,12 +10,14 @@ import click
 
 from rota.cli.admin import demo, migrate, prune, worker
 from rota.cli.apply import apply
+from rota.cli.bulk import delete, replay, update
 from rota.cli.check import check
 from rota.cli.control import cancel, pause, resume, retry, run_now
 from rota.cli.dashboard import dashboard
+from rota.cli.listing import jobs
 from rota.cli.loading import load_app
 from rota.cli.schedule import schedule
-from rota.cli.show import job, jobs, schedules
+from rota.cli.show import job, schedules
 from rota.observe.logs import configure_logging
 
 __all__ = ["configure_logging", "load_app", "main"]
@@ -48,6 +50,9 @@ for command in (
     cancel,
     pause,
     resume,
+    delete,
+    update,
+    replay,
     run_now,
     dashboard,
 ):

@@ -1,5 +1,6 @@
 """``rota check``: can this database run rota (reached, writable), is any job waiting for a worker
-that is gone, is any schedule failing, and is any row one rota cannot read?
+that is gone or stuck in a live one, is any schedule failing, and is any row one rota cannot
+read?
 
 Its exit code tells a script or a probe which: 0 healthy, 1 problems found, 2 the check could
 not be made (the database unreachable or refusing the connection, its schema missing or
@@ -35,6 +36,7 @@ from rota.core.escaping import visible
 from rota.core.model import WorkerInfo
 from rota.core.schedules import Schedule, ScheduleState
 from rota.core.stranded import Stranded
+from rota.core.stuck import RunningJob
 from rota.display import NONE, span
 from rota.errors import ConfigError, DatabaseUnavailable, ErrorCode, RotaError, StoreError
 from rota.store import head_revision
@@ -75,6 +77,8 @@ class Report:
     dead: list[WorkerInfo] = field(default_factory=list)
     """Workers that missed two heartbeats, whose rows the prune has not deleted yet."""
     stranded: list[Stranded] = field(default_factory=list)
+    stuck: list[RunningJob] = field(default_factory=list)
+    """Running jobs announced stuck in their current attempt (``core.stuck``)."""
     conflicts: list[DefinitionConflict] = field(default_factory=list)
     """Tasks that two live workers of the namespace define differently."""
     namespace: str = DEFAULT_NAMESPACE
@@ -95,18 +99,18 @@ class Report:
 @json_option
 def check(url: str | None, table_prefix: str, as_json: bool) -> None:
     """Check the database: server reached, writable, driver, SKIP LOCKED, schema, live workers,
-    stranded jobs.
+    stranded and stuck jobs.
 
     A job is stranded when it is pending and no live worker (one that missed fewer than two
-    heartbeats) registers its task for its queue. Everything but the server is of one namespace
-    (--namespace). Exits 1 when jobs are stranded, two live workers define a task differently,
-    the server
-    is read-only (a replica: no worker can work there), a schedule is failing (its last
-    alert_after_failures ticks failed), or a row cannot be read (a job, worker or schedule
-    written by a newer rota or by hand, which rota leaves alone), naming each; dead workers
-    are listed but are no problem of their own. Exits 2 when it cannot check: the database is
-    unreachable or refuses the connection (a wrong password), or its schema is missing or
-    behind this version of rota.
+    heartbeats) registers its task for its queue; stuck when it runs, its lease renewed, past
+    its task's stuck_after or its timeout plus a margin. Everything but the server is of one
+    namespace (--namespace). Exits 1 when jobs are stranded or stuck, two live workers define a
+    task differently, the server is read-only (a replica: no worker can work there), a schedule
+    is failing (its last alert_after_failures ticks failed), or a row cannot be read (a job,
+    worker or schedule written by a newer rota or by hand, which rota leaves alone), naming
+    each; dead workers are listed but are no problem of their own. Exits 2 when it cannot
+    check: the database is unreachable or refuses the connection (a wrong password), or its
+    schema is missing or behind this version of rota.
     """
     target = url or default_url()
     rota = build_rota(target, table_prefix)  # first: it turns a malformed URL into a usage error
@@ -166,6 +170,15 @@ def examine(rota: Rota, report: Report) -> None:
         )
         for row in report.stranded
     ]
+    report.stuck = view.stuck()
+    report.problems += [
+        visible(
+            f"{ErrorCode.JOBS_STUCK}: job {job.id} of task {job.task!r} is stuck: attempt "
+            f"{job.attempt} has run for {span(report.checked_at - job.started_at)} on worker "
+            f"{job.lease_owner}, which still renews its lease"
+        )
+        for job in report.stuck
+    ]
     report.failing = [schedule for schedule in view.schedules(LIVE) if schedule.failing]
     report.problems += [
         f"{ErrorCode.SCHEDULE_FAILING}: schedule {schedule.name!r} is failing: the jobs of its "
@@ -217,6 +230,10 @@ def as_dict(report: Report) -> dict[str, Any]:
         "workers": [worker_dict(report, worker) for worker in report.workers],
         "dead_workers": [worker_dict(report, worker) for worker in report.dead],
         "stranded_jobs": [asdict(row) for row in report.stranded],
+        "stuck_jobs": [
+            {**asdict(job), "running_seconds": job.running_for(report.checked_at)}
+            for job in report.stuck
+        ],
         "definition_conflicts": [asdict(conflict) for conflict in report.conflicts],
         "failing_schedules": [
             {
@@ -272,6 +289,7 @@ def show(report: Report) -> None:
         facts.append(("live workers", str(len(report.workers))))
         facts.append(("dead workers", str(len(report.dead))))
         facts.append(("stranded jobs", str(sum(row.pending for row in report.stranded))))
+        facts.append(("stuck jobs", str(len(report.stuck))))
         facts.append(("definition conflicts", str(len(report.conflicts))))
         facts.append(("failing schedules", str(len(report.failing))))
         facts.append(("unreadable rows", str(len(report.unreadable[:UNREADABLE_LISTED]))))
@@ -289,6 +307,17 @@ def show(report: Report) -> None:
         for row in report.stranded:
             jobs.add_row(row.task, row.queue, str(row.pending), row.reason)
         items += ["", "Pending jobs no live worker can run:", jobs]
+    if report.stuck:
+        stuck = Grid(
+            Column("job"),
+            Column("task", NAME),
+            Column("running for"),
+            Column("worker", NAME, drop=1),
+        )
+        for job in report.stuck:
+            running = span(report.checked_at - job.started_at)
+            stuck.add_row(str(job.id), job.task, running, job.lease_owner or NONE)
+        items += ["", "Stuck jobs (running, their lease renewed, past their limit):", stuck]
     if report.conflicts:
         differing = Grid(
             Column("task", NAME),

@@ -1,5 +1,7 @@
 """``rota retry``, ``cancel``, ``pause``, ``resume`` and ``run-now``: acting on jobs and schedules.
 
+Given filter options instead of a target, the first four act on every matching job
+(``bulk``).
 Each prints what happened, and exits 1 when its target does not exist or the action does not
 apply to it (retrying a job that has not failed, pausing a paused schedule, ...).  An integer
 target is a job id, anything else a schedule name.  What they print names tasks, queues and
@@ -13,6 +15,7 @@ import re
 import click
 
 from rota.app import Rota
+from rota.cli.bulk import act_on_matching, bulk_options, filtering
 from rota.cli.common import JobId, connected, database_options, fail, job_id
 from rota.core.escaping import visible
 from rota.core.model import JobState
@@ -25,11 +28,20 @@ RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=JobId())
+@click.argument("job_id", metavar="ID", type=JobId(), required=False)
+@bulk_options()
 @database_options
-def retry(job_id: int, url: str | None, table_prefix: str) -> None:
-    """Put a failed or cancelled job back to pending, with a fresh attempt budget."""
+def retry(job_id: int | None, yes: bool, url: str | None, table_prefix: str) -> None:
+    """Put a failed or cancelled job back to pending, with a fresh attempt budget; or, with
+    filter options, every failed or cancelled job they match."""
+    bulk = filtering(job_id)
+    if job_id is None and not bulk:
+        raise click.UsageError("give a job ID or filter options (see --help)")
     with connected(url, table_prefix) as rota:
+        if bulk:
+            act_on_matching(rota, "retry", yes)
+            return
+        assert job_id is not None
         job = rota.job(job_id)
         if job.state not in RETRYABLE:
             raise fail(
@@ -42,15 +54,24 @@ def retry(job_id: int, url: str | None, table_prefix: str) -> None:
 
 
 @click.command()
-@click.argument("target", metavar="ID|NAME")
+@click.argument("target", metavar="ID|NAME", required=False)
+@bulk_options()
 @database_options
-def cancel(target: str, url: str | None, table_prefix: str) -> None:
-    """Cancel a job (an integer ID) or a schedule (its NAME).
+def cancel(target: str | None, yes: bool, url: str | None, table_prefix: str) -> None:
+    """Cancel a job (an integer ID) or a schedule (its NAME); or, with filter options, every
+    matching job that has not ended.
 
     A pending job is cancelled at once; a running one is stopped by its worker at its next
     heartbeat. A cancelled schedule enqueues no more jobs.
     """
+    bulk = filtering(target)
+    if target is None and not bulk:
+        raise click.UsageError("give a job ID, a schedule NAME or filter options (see --help)")
     with connected(url, table_prefix) as rota:
+        if bulk:
+            act_on_matching(rota, "cancel", yes)
+            return
+        assert target is not None
         if JOB_ID.fullmatch(target):
             say(cancel_job(rota, job_id(target)))
         else:
@@ -83,12 +104,23 @@ def cancel_schedule(rota: Rota, name: str) -> str:
 @click.argument("target", metavar="ID|NAME", required=False)
 @click.option("--queue", "queue", metavar="QUEUE", help="Pause a queue, on every worker.")
 @click.option("--all", "every", is_flag=True, help="Pause every schedule and every queue.")
+@bulk_options(queue_flag="--in-queue")
 @database_options
 def pause(
-    target: str | None, queue: str | None, every: bool, url: str | None, table_prefix: str
+    target: str | None,
+    queue: str | None,
+    every: bool,
+    yes: bool,
+    url: str | None,
+    table_prefix: str,
 ) -> None:
-    """Pause a pending job (an integer ID), a schedule (its NAME), a queue (--queue) or
-    everything (--all). Nothing paused runs until it is resumed."""
+    """Pause a pending job (an integer ID), a schedule (its NAME), a queue (--queue),
+    everything (--all), or every pending job the filter options match (their queue:
+    --in-queue). Nothing paused runs until it is resumed."""
+    if filtering(target, queue, every):
+        with connected(url, table_prefix) as rota:
+            act_on_matching(rota, "pause", yes)
+        return
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
         say(switch(rota, which, paused=True))
@@ -98,12 +130,23 @@ def pause(
 @click.argument("target", metavar="ID|NAME", required=False)
 @click.option("--queue", "queue", metavar="QUEUE", help="Resume a paused queue.")
 @click.option("--all", "every", is_flag=True, help="Resume every schedule and every queue.")
+@bulk_options(queue_flag="--in-queue")
 @database_options
 def resume(
-    target: str | None, queue: str | None, every: bool, url: str | None, table_prefix: str
+    target: str | None,
+    queue: str | None,
+    every: bool,
+    yes: bool,
+    url: str | None,
+    table_prefix: str,
 ) -> None:
     """Resume a paused job, schedule (from its next tick; ticks missed while paused never
-    run), queue (--queue) or everything (--all)."""
+    run), queue (--queue), everything (--all), or every paused job the filter options match
+    (their queue: --in-queue)."""
+    if filtering(target, queue, every):
+        with connected(url, table_prefix) as rota:
+            act_on_matching(rota, "resume", yes)
+        return
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
         say(switch(rota, which, paused=False))

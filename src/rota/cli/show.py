@@ -1,4 +1,5 @@
-"""``rota jobs``, ``rota job`` and ``rota schedules``: what is in the database.
+"""``rota job`` and ``rota schedules``: what is in the database (``rota jobs`` is in
+``listing``).
 
 Everything they print from a row is stored text, whoever wrote it: it is shown escaped
 (``rota.core.escaping``; tables escape their cells themselves), a traceback keeping its lines.
@@ -24,7 +25,7 @@ from rota.cli.common import (
     pairs,
     render,
 )
-from rota.cli.tables import NAME, PROSE, Column, Grid
+from rota.cli.tables import NAME, Column, Grid
 from rota.core.checks import LATEST
 from rota.core.cron import Cron, zone
 from rota.core.escaping import visible, visible_json
@@ -35,77 +36,6 @@ from rota.errors import RotaError
 from rota.store.base import DEPENDENTS_LISTED
 
 NEXT_RUNS = 3
-MAX_LIMIT = 1_000_000
-
-
-@click.command()
-@click.option(
-    "--state",
-    "states",
-    multiple=True,
-    type=click.Choice([state.value for state in JobState]),
-    help="Only jobs in this state; repeat for several.",
-)
-@click.option("--task", default=None, help="Only jobs of this task.")
-@click.option("--queue", default=None, help="Only jobs of this queue.")
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1, max=MAX_LIMIT),
-    default=50,
-    show_default=True,
-    help="At most this many.",
-)
-@database_options
-@json_option
-def jobs(
-    states: tuple[str, ...],
-    task: str | None,
-    queue: str | None,
-    limit: int,
-    url: str | None,
-    table_prefix: str,
-    as_json: bool,
-) -> None:
-    """List jobs, newest first."""
-    with connected(url, table_prefix) as rota:
-        found = rota.inspect.jobs(
-            states=[JobState(state) for state in states], task=task, queue=queue, limit=limit
-        )
-    if as_json:
-        emit_json([job_dict(job) for job in found])
-        return
-    if not found:
-        click.echo("no jobs")
-        return
-    rows = Grid(
-        Column("id"),
-        Column("task", NAME),
-        Column("progress", NAME, under="task"),
-        Column("queue", NAME, drop=3),
-        Column("state"),
-        Column("attempt", under="state"),
-        Column("run at"),
-        Column("started at", under="run at"),
-        Column("finished at", drop=2),
-        Column("last error"),
-        Column("message", PROSE, under="last error"),
-    )
-    for job in found:
-        last = job.errors[-1] if job.errors else None
-        rows.add_row(
-            str(job.id),
-            job.task,
-            progress(job.progress) if job.state is JobState.RUNNING else "",
-            job.queue,
-            job_state(job.state, job.unknown_state),
-            attempts(job),
-            when(job.run_at),
-            when(job.started_at),
-            when(job.finished_at),
-            last.code if last else NONE,
-            (last.message or last.type) if last else "",
-        )
-    render(rows)
 
 
 @click.command()
@@ -129,7 +59,8 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         (
             "state",
             job_state(found.state, found.unknown_state)
-            + (" (cancel requested)" if found.cancel_requested else ""),
+            + (" (cancel requested)" if found.cancel_requested else "")
+            + (" (stuck: past its timeout, still heartbeating)" if found.stuck else ""),
         ),
         ("attempt", attempts(found)),
         ("priority", str(found.priority)),
@@ -146,6 +77,12 @@ def job(job_id: int, url: str | None, table_prefix: str, as_json: bool) -> None:
         facts.append(("tick", when(found.scheduled_at)))
     if found.unique_key is not None:
         facts.append(("unique key", found.unique_key))
+    if found.tags:
+        facts.append(("tags", " ".join(found.tags)))
+    if found.meta is not None:
+        facts.append(("meta", json.dumps(found.meta, ensure_ascii=False)))
+    if found.replay_of is not None:
+        facts.append(("replay of", str(found.replay_of)))
     if found.lease_owner is not None and found.lease_until is not None:
         facts.append(("leased by", f"{found.lease_owner} until {when(found.lease_until)}"))
     elif found.lease_owner is not None:
@@ -341,6 +278,10 @@ def job_dict(job: Job, full: bool = False) -> dict[str, Any]:
             lease_until=job.lease_until,
             waiting_for=job.waiting_for,
             batch_id=job.batch_id,
+            tags=list(job.tags),
+            meta=job.meta,
+            replay_of=job.replay_of,
+            stuck=job.stuck,
         )
     return data
 

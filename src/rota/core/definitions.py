@@ -19,7 +19,7 @@ SEPARATOR = "; "
 DESCRIBED = (
     *("cron", "tz", "queue", "priority", "retries", "retry_delay", "retry_cap", "timeout"),
     *("isolation", "concurrency_limit", "rate_limit", "max_snoozes", "alert_after_failures"),
-    "overlap",
+    *("overlap", "stuck_after"),
 )
 """What of a task's definition is compared: its settings, not its handler, whose module name
 depends on how the process was started (``__main__`` or a module path)."""

@@ -32,7 +32,8 @@ going on from the last row read."""
 BULK_BATCH = 1000
 """Jobs a bulk action changes per transaction: short locks beside running workers."""
 
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\.")
+_STEP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\[\d+\]")
+_PATH = re.compile(r"(\$\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*")
 
 
 class FilterFields(TypedDict, total=False):
@@ -231,11 +232,10 @@ def _at(value: Any, step: str | int) -> Any:
 
 
 def _steps(path: str) -> list[str | int]:
-    text = path[2:] if path.startswith("$.") else path
-    parts = _PATH.findall(text)
-    if not text or "".join(parts) != text:
+    if not _PATH.fullmatch(path):
         raise InvalidArguments(f"not an argument path: {path!r} (say kwargs.to or args[0])")
-    return [int(part[1:-1]) if part[0] == "[" else part for part in parts if part != "."]
+    parts = _STEP.findall(path.removeprefix("$."))
+    return [int(part[1:-1]) if part[0] == "[" else part for part in parts]
 
 
 def _args_match(given: object) -> str | tuple[str, Any] | None:
@@ -285,3 +285,15 @@ def _instant(name: str, text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise InvalidArguments(f"{name} is an ISO 8601 date and time, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class BulkAction:
+    """A bulk action as recorded: who asked, which filter, how many jobs it changed."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    filter: dict[str, Any]
+    jobs: int

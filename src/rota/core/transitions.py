@@ -223,14 +223,6 @@ def unwritable(job: Job, transition: Transition, message: str) -> Transition:
     )
 
 
-def manual_retry(job: Job, now: datetime) -> Transition:
-    """A failed or cancelled job back to pending with a fresh budget of attempts and snoozes,
-    history kept."""
-    return Transition(
-        job.id, job.state, JobState.PENDING, 0, now, run_at=now, errors=job.errors, snoozes=0
-    )
-
-
 def lease_until(now: datetime, lease_seconds: float) -> datetime:
     return now + timedelta(seconds=lease_seconds)
 

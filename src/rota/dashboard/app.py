@@ -2,9 +2,11 @@
 
 ``DashboardApp`` holds one dashboard's ``Rota``, keys and templates, and its methods are the
 endpoints; ``create_app`` builds one and returns its Starlette app.  What the pages show is in
-``rota.dashboard.views``, a schedule's page and its edits in ``rota.dashboard.editing``, what
-``/metrics`` says in ``rota.dashboard.metrics``; the security choices are in
-``rota.dashboard.security``, ``rota.dashboard.sessions`` and ``rota.dashboard.hosts``.
+``rota.dashboard.views`` (a filtered jobs page in ``rota.dashboard.search_views``), a schedule's
+page and its edits in ``rota.dashboard.editing``, bulk actions, replays and a job's edits in
+``rota.dashboard.job_actions``, what ``/metrics`` says in ``rota.dashboard.metrics``; the
+security choices are in ``rota.dashboard.security``, ``rota.dashboard.sessions`` and
+``rota.dashboard.hosts``.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from starlette.staticfiles import StaticFiles
 
 from rota.app import Rota
 from rota.core.clock import Clock
-from rota.dashboard import metrics, views
+from rota.dashboard import metrics, search_views, views
 from rota.dashboard.api import api_app
 from rota.dashboard.api.replies import http_problem
 from rota.dashboard.editing import ScheduleEditing
 from rota.dashboard.error_pages import ErrorPages
 from rota.dashboard.hosts import Hosts
+from rota.dashboard.job_actions import JobActions, job_id_of, job_page
 from rota.dashboard.paths import base_path, here, is_api, referrer, route_path, safe_next
 from rota.dashboard.rendering import Renderer
 from rota.dashboard.security import (
@@ -44,7 +47,6 @@ from rota.dashboard.security import (
     read_form,
 )
 from rota.dashboard.sessions import DEFAULT_MAX_AGE
-from rota.errors import JobNotFound
 
 STATIC = Path(__file__).parent / "static"
 
@@ -58,14 +60,6 @@ Work = Callable[[Request, dict[str, str]], Response | str | None]
 """An action's work: ``None`` when done, a refusal message, or the page to answer with."""
 
 
-def job_id_of(request: Request) -> int:
-    """The job the path names; a path that cannot name one is a job that does not exist."""
-    job_id = views.parse_job_id(str(request.path_params["job_id"]))
-    if job_id is None:
-        raise JobNotFound(f"job {request.path_params['job_id']} does not exist")
-    return job_id
-
-
 class DashboardApp:
     """One dashboard over ``rota``: its endpoints, and the Starlette app that routes to them."""
 
@@ -77,6 +71,7 @@ class DashboardApp:
         self.renderer = Renderer(self.keys, rota.namespace)
         self.registry = metrics.registry(rota)
         self.editing = ScheduleEditing(rota, self.renderer)
+        self.job_actions = JobActions(rota, self.renderer)
 
     # -- the guard -----------------------------------------------------------------------------
 
@@ -149,18 +144,12 @@ class DashboardApp:
         return self.page(request, "overview.html", lambda: views.overview(self.rota))
 
     def jobs(self, request: Request) -> Response:
-        def build() -> dict[str, Any]:
-            params = request.query_params
-            return views.jobs_page(
-                self.rota, views.parse_jobs_query(params, params.getlist("state"))
-            )
-
-        return self.page(request, "jobs.html", build)
+        return self.page(
+            request, "jobs.html", lambda: search_views.jobs_page(self.rota, request.query_params)
+        )
 
     def job(self, request: Request) -> Response:
-        return self.page(
-            request, "job.html", lambda: views.job_detail(self.rota, job_id_of(request))
-        )
+        return self.page(request, "job.html", lambda: job_page(self.rota, job_id_of(request)))
 
     def schedules(self, request: Request) -> Response:
         return self.page(request, "schedules.html", lambda: views.schedules_page(self.rota))
@@ -283,6 +272,17 @@ class DashboardApp:
 
     # -- the app -------------------------------------------------------------------------------
 
+    def bulk_routes(self, post: Callable[[str, Work, str], Route]) -> list[Route]:
+        """Each bulk action's confirmation page and its POST, at ``/bulk/<action>``."""
+        routes = []
+        for name in search_views.DONE:
+            confirm = partial(self.job_actions.confirm, action=name)
+            routes.append(Route(f"/bulk/{name}", confirm))
+            routes.append(
+                post(f"/bulk/{name}", partial(self.job_actions.bulk, action=name), "/jobs")
+            )
+        return routes
+
     def routes(self) -> list[BaseRoute]:
         def post(path: str, work: Work, back: str) -> Route:
             return Route(path, self.action(work, back), methods=["POST"])
@@ -295,6 +295,10 @@ class DashboardApp:
             post("/jobs/{job_id}/cancel", self.cancel, "/jobs/{job_id}"),
             post("/jobs/{job_id}/pause", partial(self.switch_job, pause=True), "/jobs/{job_id}"),
             post("/jobs/{job_id}/resume", partial(self.switch_job, pause=False), "/jobs/{job_id}"),
+            post("/jobs/{job_id}/replay", self.job_actions.replay, "/jobs/{job_id}"),
+            post("/jobs/{job_id}/edit", self.job_actions.edit, "/jobs/{job_id}"),
+            Route("/bulk", self.job_actions.history),
+            *self.bulk_routes(post),
             post("/queues/pause", partial(self.switch_queue, pause=True), "/"),
             post("/queues/resume", partial(self.switch_queue, pause=False), "/"),
             Route("/schedules", self.schedules),

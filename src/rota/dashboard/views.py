@@ -220,6 +220,7 @@ def overview(rota: Rota) -> dict[str, Any]:
         "chart": hourly_chart(rota.inspect.finished_per_period(hours), hours[0]),
         "workers": live_workers(rota, now),
         "stranded": rota.inspect.stranded(now),
+        "stuck": rota.inspect.stuck(),
     }
 
 
@@ -246,9 +247,18 @@ def jobs_page(rota: Rota, query: JobsQuery) -> dict[str, Any]:
     return {
         **page,
         "jobs": fetched[:PER_PAGE],
+        "stuck": stuck_ids(rota, query.namespace, fetched[:PER_PAGE]),
         "prev_query": page_query(query, query.page - 1) if query.page > 1 else None,
         "next_query": page_query(query, query.page + 1) if has_next else None,
     }
+
+
+def stuck_ids(rota: Rota, namespace: str | None, jobs: Sequence[JobSummary]) -> set[int]:
+    """Which of ``jobs`` are stuck (``core.stuck``): read only when one of them runs, as a
+    summary leaves the mark out."""
+    if not any(job.state is JobState.RUNNING for job in jobs):
+        return set()
+    return {job.id for job in rota.inspect.of(namespace).stuck()}
 
 
 def page_query(query: JobsQuery, page: int) -> str:

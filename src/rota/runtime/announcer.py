@@ -13,12 +13,13 @@ announcements.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rota.core.events import EventName
 from rota.core.model import Job, JobRef, JobState
+from rota.core.stuck import RunningJob
 from rota.core.transitions import Transition, Verdict, VerdictKind
 from rota.observe.events import EventLog
 from rota.observe.metrics import WorkerMetrics
@@ -109,6 +110,22 @@ class Announcer:
         elif job.id in applied.requested:
             self.events.job(EventName.JOB_CANCEL_REQUESTED, job)
         self._cascaded(applied.cascaded)
+
+    def stuck(
+        self, marked: Sequence[RunningJob], limits: Mapping[str, float], now: datetime
+    ) -> None:
+        """Running attempts were marked stuck (``core.stuck``): ``job.stuck`` for each one the
+        mark applied to, with when it started, how long it has run and its task's limit."""
+        for job in marked:
+            self.events.job(
+                EventName.JOB_STUCK,
+                job.ref,
+                logging.WARNING,
+                started_at=job.started_at,
+                running_for=round(job.running_for(now), 3),
+                limit=limits.get(job.task),
+                lease_owner=job.lease_owner,
+            )
 
     def retried(self, job: Job | JobRef) -> None:
         """A failed or cancelled job was put back to pending by hand."""

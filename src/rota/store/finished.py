@@ -29,11 +29,11 @@ from typing import Any
 from sqlalchemy import Select, Table, and_, delete, func, or_, select, union_all, update
 from sqlalchemy.engine import Connection
 
-from rota.core.model import Counts, JobState
-from rota.core.transitions import Transition
+from rota.core.model import Counts, JobRef, JobState
 from rota.store.cluster import paused_names
 from rota.store.database import Database, every_row
 from rota.store.dependencies import SqlDependencies
+from rota.store.tags import JobTags
 from rota.store.values import Pruned
 from rota.store.windows import HOUR, MARK, FinishedWindows, hour_of
 from rota.store.workflow import SqlWorkflow
@@ -47,6 +47,13 @@ Finished = tuple[str, str, str, str, datetime]
 """What a tally needs of a finished job: its namespace, state, queue, task and ``finished_at``."""
 Group = tuple[str, str, str, str]
 """A tally's key: namespace, state, queue and task."""
+RETRIED = (JobState.FAILED.value, JobState.CANCELLED.value)
+"""The states a retry takes a job back from."""
+DELETED = (
+    *(JobState.PENDING.value, JobState.PAUSED.value),
+    *(JobState.SUCCEEDED.value, JobState.FAILED.value, JobState.CANCELLED.value),
+)
+"""The states a job may be deleted from: no worker holds it, none will wake it."""
 
 
 class SqlFinished:
@@ -59,6 +66,7 @@ class SqlFinished:
         self.windows = FinishedWindows(database)
         self.dependencies = SqlDependencies(database)
         self.workflow = SqlWorkflow(database)
+        self.tags = JobTags(database)
 
     def counts(self, finished_since: datetime | None = None) -> Counts:
         """The namespace's live jobs, and its finished ones: all of them (tallies before the
@@ -122,33 +130,62 @@ class SqlFinished:
         connection.execute(update(mark).where(mark.c.id == MARK).values(folded_until=end))
         return sum(groups.values())
 
-    def retry(self, transition: Transition) -> bool:
-        """A failed or cancelled job back to ``transition.target`` (a compare-and-set on its
-        state), off its tally."""
+    def retry(self, job_ids: Sequence[int], now: datetime) -> list[JobRef]:
+        """Failed or cancelled jobs back to pending with a fresh budget of attempts and
+        snoozes, their history kept (a compare-and-set on their state), off their tallies;
+        the jobs it moved, as they were."""
         jobs = self.jobs
-        values: dict[str, Any] = {
-            "state": transition.target.value,
-            "attempt": transition.attempt,
-            "run_at": transition.run_at,
-            "finished_at": None,
-            "cancel_requested": False,
-            "lease_owner": None,
+        values = {
+            **{"state": JobState.PENDING.value, "attempt": 0, "run_at": now, "snoozes": 0},
+            **{"finished_at": None, "cancel_requested": False, "lease_owner": None},
         }
-        if transition.snoozes is not None:
-            values["snoozes"] = transition.snoozes
-        expected = and_(jobs.c.id == transition.job_id, jobs.c.state == transition.source.value)
-        before = select(*(jobs.c[column] for column in GROUPED), jobs.c.finished_at)
 
-        def work(connection: Connection) -> bool:
+        def work(connection: Connection) -> list[JobRef]:
             folded_until = self._lock_mark(connection)
-            found = connection.execute(before.where(expected).with_for_update()).first()
-            if found is None:
-                return False
-            connection.execute(update(jobs).where(expected).values(values))
-            self._forget(connection, folded_until, [tuple(found)])
-            return True
+            found = self._locked(connection, job_ids, RETRIED)
+            if found:
+                ids = [ref.id for ref, _ in found]
+                connection.execute(update(jobs).where(jobs.c.id.in_(ids)).values(values))
+                self._forget(connection, folded_until, [row for _, row in found])
+            return [ref for ref, _ in found]
 
         return self.database.transaction(work, idempotent=False)
+
+    def delete(self, job_ids: Sequence[int]) -> list[JobRef]:
+        """Delete the jobs that are neither running nor waiting (a worker holds or will wake
+        them), with their dependencies, steps, signals and tags, off their tallies; the jobs
+        deleted."""
+        jobs = self.jobs
+
+        def work(connection: Connection) -> list[JobRef]:
+            folded_until = self._lock_mark(connection, exclusive=True)
+            found = self._locked(connection, job_ids, DELETED)
+            ids = [ref.id for ref, _ in found]
+            if ids:
+                self.dependencies.forget(connection, ids)
+                self.workflow.forget(connection, ids)
+                self.tags.forget(connection, ids)
+                connection.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+                ended = [row for _, row in found if row[-1] is not None]
+                self._forget(connection, folded_until, ended)
+            return [ref for ref, _ in found]
+
+        return self.database.transaction(work)
+
+    def _locked(
+        self, connection: Connection, job_ids: Sequence[int], states: Sequence[str]
+    ) -> list[tuple[JobRef, Finished]]:
+        """The jobs of ``job_ids`` in ``states``, locked, as announced and as tallied."""
+        jobs = self.jobs
+        refs = (jobs.c.id, jobs.c.task, jobs.c.queue, jobs.c.attempt, jobs.c.schedule)
+        tallied = (*(jobs.c[column] for column in GROUPED), jobs.c.finished_at)
+        query = (
+            select(*refs, *tallied)
+            .where(jobs.c.id.in_(job_ids), jobs.c.state.in_(states))
+            .order_by(jobs.c.id)
+            .with_for_update()
+        )
+        return [(JobRef(*row[:5]), tuple(row[5:])) for row in connection.execute(query)]
 
     def prune(
         self,
@@ -201,6 +238,7 @@ class SqlFinished:
             linked = connection.execute(select(jobs.c.id, *flags).where(batch, or_(*flags))).all()
             self.dependencies.forget(connection, [job for job, depends, _ in linked if depends])
             self.workflow.forget(connection, [job for job, _, stepped in linked if stepped])
+            self.tags.forget_where(connection, select(jobs.c.id).where(batch))
             deleted = connection.execute(delete(jobs).where(batch)).rowcount
             self._add(connection, groups, hour)
             return Pruned(int(deleted), through)

@@ -12,25 +12,24 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, Update, and_, case, select, true, update
+from sqlalchemy import Select, Table, Update, and_, case, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from rota.core.limits import FlowLimits
-from rota.core.model import MAX_JOB_ID, Job, JobState, NewJob, ProgressReport
+from rota.core.model import MAX_JOB_ID, Job, JobRef, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.candidates import ClaimCandidates
 from rota.store.database import Database
 from rota.store.dependencies import ENDED_BADLY, SqlDependencies
 from rota.store.limits import FlowClaims
+from rota.store.moves import Moves
 from rota.store.rows import (
     RUNNING,
-    UNSTARTED,
     errors_json,
     finished_values,
     job_values,
     lease_expired,
-    released_key,
     set_only,
     to_job,
 )
@@ -52,6 +51,7 @@ class SqlJobs:
         self.candidates = ClaimCandidates(database, self.dependencies)
         self.workflow = SqlWorkflow(database)
         self.unique = UniqueKeys(database)
+        self.moves = Moves(database, self.dependencies)
         self.tags = JobTags(database)
 
     def enqueue(
@@ -122,6 +122,7 @@ class SqlJobs:
             # Each attempt reports its own progress: a retry does not show the last one's.
             "progress": None,
             "progress_note": None,
+            "stuck_attempt": None,
         }
 
         def work(connection: Connection) -> list[Job]:
@@ -319,31 +320,19 @@ class SqlJobs:
     def cancel(self, job_id: int, now: datetime) -> Applied | None:
         if not 0 < job_id <= MAX_JOB_ID:
             return None
-        jobs = self.table
 
         def work(connection: Connection) -> Applied | None:
-            parked = (*UNSTARTED, JobState.WAITING.value)
-            pending = and_(jobs.c.id == job_id, jobs.c.state.in_(parked))
-            if connection.execute(
-                update(jobs)
-                .where(pending)
-                .values(
-                    state=JobState.CANCELLED.value,
-                    finished_at=now,
-                    unique_key=released_key(jobs),
-                    waiting_for=None,
-                )
-            ).rowcount:
-                cascaded = self.dependencies.cascade(connection, [job_id], now)
-                return Applied(frozenset({job_id}), tuple(cascaded))
-            running = and_(jobs.c.id == job_id, jobs.c.state == RUNNING)
-            if connection.execute(
-                update(jobs).where(running).values(cancel_requested=true())
-            ).rowcount:
-                return Applied(requested=frozenset({job_id}))
+            applied, found = self.moves.cancel(connection, [job_id], now)
+            if found:
+                return applied
             return None if self._exists(connection, job_id) is None else Applied()
 
         return self.database.transaction(work, idempotent=False)
+
+    def cancel_many(self, job_ids: Sequence[int], now: datetime) -> tuple[Applied, list[JobRef]]:
+        return self.database.transaction(
+            lambda connection: self.moves.cancel(connection, job_ids, now), idempotent=False
+        )
 
     def prune_limits(self, before: datetime, limit: int) -> int:
         return self.flow.prune(before, limit)
@@ -353,17 +342,18 @@ class SqlJobs:
         ``None`` when there is no such job."""
         if not 0 < job_id <= MAX_JOB_ID:
             return None
-        jobs = self.table
 
         def work(connection: Connection) -> bool | None:
-            moved = connection.execute(
-                update(jobs)
-                .where(jobs.c.id == job_id, jobs.c.state == source.value)
-                .values(state=target.value)
-            ).rowcount
-            return True if moved else self._exists(connection, job_id)
+            if self.moves.move(connection, [job_id], source, target):
+                return True
+            return self._exists(connection, job_id)
 
         return self.database.transaction(work)
+
+    def move_many(self, job_ids: Sequence[int], source: JobState, target: JobState) -> list[JobRef]:
+        return self.database.transaction(
+            lambda connection: self.moves.move(connection, job_ids, source, target)
+        )
 
     def _exists(self, connection: Connection, job_id: int) -> bool | None:
         """``False`` (found, in another state) or ``None`` (no such job): what a compare-and-set

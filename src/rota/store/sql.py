@@ -3,7 +3,7 @@
 It holds no SQL of its own: its sub-stores are the siblings that own the tables involved,
 ``jobs.py`` (a job's life), ``finished.py`` (retry, prune, fold, counts), ``reads.py``
 (inspection), ``cluster.py`` (workers, leases, paused queues), ``schedules.py`` and
-``workflow.py`` (workflow steps and signals), all over
+``workflow.py`` (workflow steps and signals), ``stuck.py`` (stuck jobs), all over
 one shared ``Database``; what concerns the whole database goes to ``database.py``,
 ``migrate.py``, ``outlook.py``, ``unreadable.py`` and ``signals.py``.
 """
@@ -25,6 +25,7 @@ from rota.store.batches import SqlBatches
 from rota.store.borrowed import Lender, lending
 from rota.store.cluster import SqlCluster
 from rota.store.database import Database
+from rota.store.edits import SqlEdits
 from rota.store.events import EventSink, log_event
 from rota.store.finished import SqlFinished
 from rota.store.jobs import SqlJobs
@@ -32,7 +33,9 @@ from rota.store.outlook import SqlOutlook
 from rota.store.reads import SqlReads
 from rota.store.schedules import SqlSchedules
 from rota.store.schema import Schema, jobs_channel
+from rota.store.search import SqlSearch
 from rota.store.signals import ListeningConnection
+from rota.store.stuck import SqlStuck
 from rota.store.unreadable import SqlUnreadable
 from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 from rota.store.workflow import SqlWorkflow
@@ -62,6 +65,9 @@ class SqlStore:
         self.schedules = SqlSchedules(database)
         self.workflow = SqlWorkflow(database)
         self.batches = SqlBatches(database, self.jobs)
+        self.search = SqlSearch(database)
+        self.edits = SqlEdits(database)
+        self.stuck = SqlStuck(database)
         self._lender = Lender(database)
         self._outlook = SqlOutlook(database, self.jobs, self.schedules)
         self._unreadable = SqlUnreadable(database)

@@ -4,8 +4,9 @@ index (namespace, tag, newest job) instead of scanning a JSON column."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.engine import Connection
 
 from rota.store.database import Database
@@ -49,3 +50,8 @@ class JobTags:
         for start in range(0, len(job_ids), CHUNK):
             chunk = job_ids[start : start + CHUNK]
             connection.execute(delete(self.table).where(self.table.c.job_id.in_(chunk)))
+
+    def forget_where(self, connection: Connection, job_ids: Select[Any]) -> None:
+        """The tags of the jobs ``job_ids`` selects, on the server (a prune's batch, whose ids
+        never cross the connection)."""
+        connection.execute(delete(self.table).where(self.table.c.job_id.in_(job_ids)))

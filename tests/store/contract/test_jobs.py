@@ -11,7 +11,7 @@ import pytest
 
 from rota.core.backoff import RetryPolicy
 from rota.core.model import JobState
-from rota.core.transitions import VerdictKind, manual_retry, rescue
+from rota.core.transitions import VerdictKind, rescue
 from rota.errors import InvalidArguments
 from rota.store import Store
 from rota.store.values import Applied, Pruned
@@ -228,9 +228,9 @@ def test_retry_brings_a_final_job_back_once(store: Store) -> None:
     store.jobs.complete("w1", [outcome(claimed(store, job_id), VerdictKind.FAILED)], START)
     failed = store.reads.job(job_id)
     assert failed is not None
-    again = manual_retry(failed, START + SECOND)
-    assert store.finished.retry(again) is True
-    assert store.finished.retry(again) is False, "no longer failed"
+    (retried,) = store.finished.retry([job_id], START + SECOND)
+    assert (retried.id, retried.attempt) == (job_id, 1), "as it was"
+    assert store.finished.retry([job_id], START + SECOND) == [], "no longer failed"
     job = store.reads.job(job_id)
     assert job is not None
     assert (job.state, job.attempt, job.run_at, job.finished_at) == (
@@ -320,7 +320,7 @@ def test_counts_stay_exact_as_finished_jobs_are_folded_retried_and_pruned(store:
     assert everything() == (3, 1, 1, 1, 5)
     failed = store.reads.job(ids[1])
     assert failed is not None
-    assert store.finished.retry(manual_retry(failed, finished[3])), "a folded job taken back"
+    assert store.finished.retry([failed.id], finished[3]), "a folded job taken back"
     assert everything() == (3, 0, 2, 1, 5)
     assert store.finished.fold(finished[3] + day) == 2
     assert everything() == (3, 0, 2, 1, 5)

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 
 from rota.core.model import Counts, Job, JobState
-from rota.core.transitions import VerdictKind, manual_retry
+from rota.core.transitions import VerdictKind
 from rota.store import Store
 from tests.conftest import START
 from tests.store.contract.support import batches, claimed, new, outcome
@@ -91,7 +91,7 @@ def test_windows_equal_the_rows_grouped_wherever_the_mark_stands(store: Store) -
     assert_windows_exact(store)
     failed = store.reads.job(ids[3])
     assert failed is not None and failed.state is JobState.FAILED
-    assert store.finished.retry(manual_retry(failed, START + 7 * HOUR)), "a folded job back"
+    assert store.finished.retry([failed.id], START + 7 * HOUR), "a folded job back"
     assert_windows_exact(store)
     succeeded = batches(store, [JobState.SUCCEEDED], START + 90 * MINUTE)
     assert sum(batch.jobs for batch in succeeded) == 2

@@ -34,6 +34,7 @@ from rota.tasks import TaskDefinition, TaskRegistry
 NEW, BUILDING, BUILT = "new", "building", "built"
 ROTA_ATTRIBUTES = frozenset(
     {
+        "_bulk",
         "_completions",
         "_config",
         "_control",

@@ -1,5 +1,6 @@
-"""``/api/jobs``: list and search jobs, show one, queue one by its task's name, and act on one
-(cancel, retry, pause, resume), each through the ``Rota`` façade."""
+"""``/api/jobs``: show a job, queue one by its task's name, act on one (cancel, retry, pause,
+resume, signal), change, replay or delete it, each through the ``Rota`` façade; listing,
+searching and acting on many are in ``search``."""
 
 from __future__ import annotations
 
@@ -7,22 +8,20 @@ from typing import Any
 
 from starlette.responses import Response
 
-from rota.core.model import JobState
-from rota.dashboard.api import encoding
+from rota.dashboard.api import encoding, search
 from rota.dashboard.api.auth import Access
-from rota.dashboard.api.replies import moment, name, only, reply, typed, whole
+from rota.dashboard.api.replies import moment, only, reply, typed
 from rota.dashboard.api.routing import Call, Handler
 from rota.dashboard.views import parse_job_id
 from rota.errors import InvalidArguments, JobNotFound
 
-MAX_LIMIT = 1000
-MAX_OFFSET = 10_000
-"""As the dashboard's pages: a deeper ``OFFSET`` makes the database walk every row it skips;
-filters find older jobs."""
-STATES = tuple(state.value for state in JobState if state is not JobState.UNKNOWN)
 QUEUE_MEMBERS = frozenset(
-    {"task", "args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key", "depends_on"}
+    {
+        *("task", "args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key"),
+        *("depends_on", "tags", "meta", "debounce", "unique_for"),
+    }
 )
+EDIT_MEMBERS = frozenset({"run_at", "priority", "queue", "tags", "meta"})
 SIGNAL_MEMBERS = frozenset({"signal", "payload"})
 
 
@@ -33,24 +32,6 @@ def job_id(call: Call) -> int:
     if found is None:
         raise JobNotFound(f"job {text[:40]} does not exist")
     return found
-
-
-def search(call: Call) -> Response:
-    """``GET /api/jobs``: newest first, filtered by ``state`` (repeatable), ``task``, ``queue``,
-    ``namespace`` (the app's by default); ``limit`` (1 to 1000, default 100) from ``offset``
-    (at most 10,000)."""
-    states = []
-    for value in call.query.getlist("state"):
-        if value not in STATES:
-            raise InvalidArguments(f"unknown state {value[:40]!r}: use one of {', '.join(STATES)}")
-        states.append(JobState(value))
-    limit = whole(call.query.get("limit"), "limit", 100, 1, MAX_LIMIT)
-    offset = whole(call.query.get("offset"), "offset", 0, 0, MAX_OFFSET)
-    task, queue = name(call.query.get("task"), "task"), name(call.query.get("queue"), "queue")
-    found = call.viewed.summaries(tuple(states), task, queue, limit, offset)
-    return reply(
-        {"jobs": [encoding.summary(job) for job in found], "limit": limit, "offset": offset}
-    )
 
 
 def show(call: Call) -> Response:
@@ -89,6 +70,11 @@ def enqueue(call: Call) -> Response:
         if typed(body, key, str, value) is not None:
             options[key] = body[key]
     depends_on = typed(body, "depends_on", list, "an array of job ids")
+    options.update(labels(body))
+    for key in ("debounce", "unique_for"):
+        seconds = typed(body, key, (int, float), "a number of seconds")
+        if seconds is not None:
+            options[key] = seconds
     if delay is not None:
         options["delay"] = delay
     if run_at is not None:
@@ -101,6 +87,58 @@ def enqueue(call: Call) -> Response:
         options["depends_on"] = depends_on
     new = call.rota.queue(task, **options)
     return reply({"id": new}, 201)
+
+
+def labels(body: dict[str, Any]) -> dict[str, Any]:
+    """``tags`` and ``meta`` as a body gives them, checked by type (the façade checks the
+    rest: names' rules, the size of ``meta``)."""
+    found: dict[str, Any] = {}
+    tags = typed(body, "tags", list, "an array of strings")
+    if tags is not None:
+        if not all(isinstance(tag, str) for tag in tags):
+            raise InvalidArguments("tags must be an array of strings")
+        found["tags"] = tags
+    meta = typed(body, "meta", dict, "an object")
+    if meta is not None:
+        found["meta"] = meta
+    return found
+
+
+def update(call: Call) -> Response:
+    """``PATCH /api/jobs/{job_id}``: ``rota.update_job``; ``updated`` is false once a worker
+    claimed the job or it ended (the compare-and-set lost), as an action's ``changed`` is."""
+    job = job_id(call)
+    body = call.body
+    only(body, EDIT_MEMBERS)
+    changes = labels(body)
+    run_at = typed(body, "run_at", str, "an ISO 8601 date-time")
+    if run_at is not None:
+        changes["run_at"] = moment(run_at, "run_at")
+    priority = typed(body, "priority", int, "an integer")
+    if priority is not None:
+        changes["priority"] = priority
+    queue = typed(body, "queue", str, "a string")
+    if queue is not None:
+        changes["queue"] = queue
+    if not changes:
+        raise InvalidArguments(f"the body changes nothing: give {', '.join(sorted(EDIT_MEMBERS))}")
+    updated = call.rota.update_job(job, **changes)
+    return reply({"updated": updated, "job": encoding.job(call.rota.job(job))})
+
+
+def replay(call: Call) -> Response:
+    """``POST /api/jobs/{job_id}/replay``: a copy of a finished job, queued now."""
+    return reply({"id": call.rota.replay(job_id(call))}, 201)
+
+
+def delete(call: Call) -> Response:
+    """``DELETE /api/jobs/{job_id}``: ``deleted`` is false for a running or waiting job; a
+    job that does not exist is a 404, as for every route that names one."""
+    job = job_id(call)
+    deleted = call.rota.delete(job)
+    if not deleted:
+        call.rota.job(job)  # JOB_NOT_FOUND if there is none
+    return reply({"deleted": deleted})
 
 
 def acted(call: Call, changed: bool, job: int) -> Response:
@@ -131,9 +169,15 @@ def resume(call: Call) -> Response:
 
 
 ROUTES: list[tuple[str, str, Access, Handler]] = [
-    ("GET", "/jobs", Access.READ, search),
+    ("GET", "/jobs", Access.READ, search.search),
     ("POST", "/jobs", Access.OPERATE, enqueue),
+    # Before the routes of one job: "count" and "actions" are not job ids.
+    ("GET", "/jobs/count", Access.READ, search.count),
+    ("POST", "/jobs/actions/{action}", Access.OPERATE, search.act),
     ("GET", "/jobs/{job_id}", Access.READ, show),
+    ("PATCH", "/jobs/{job_id}", Access.OPERATE, update),
+    ("DELETE", "/jobs/{job_id}", Access.OPERATE, delete),
+    ("POST", "/jobs/{job_id}/replay", Access.OPERATE, replay),
     ("POST", "/jobs/{job_id}/cancel", Access.OPERATE, cancel),
     ("POST", "/jobs/{job_id}/retry", Access.OPERATE, retry),
     ("POST", "/jobs/{job_id}/pause", Access.OPERATE, pause),

@@ -11,6 +11,7 @@ from typing import Any
 from rota.core.schedules import ScheduleState
 from rota.dashboard.api.replies import MAX_BODY_BYTES
 from rota.dashboard.api.schemas import INT, JOB_STATES, SCHEMAS, STR, TIME, Schema, ref
+from rota.dashboard.api.search import ACTIONS
 
 ERRORS = {
     "400": "bad input (`INVALID_ARGUMENTS`, `INVALID_CRON`, `INVALID_TIMEZONE`)",
@@ -47,6 +48,12 @@ QUEUE_NAME = parameter("name", "path", {**STR, "minLength": 1, "maxLength": 64},
 NAMESPACE = parameter(
     "namespace", "query", {**STR, "maxLength": 64}, "another service's (default: the app's)"
 )
+ACTION = parameter(
+    "action",
+    "path",
+    {"type": "string", "enum": list(ACTIONS)},
+    "what to do to every matching job",
+)
 LIMIT = parameter(
     "limit", "query", {**INT, "minimum": 1, "maximum": 1000, "default": 100}, "at most this many"
 )
@@ -82,12 +89,33 @@ def operation(
     return found
 
 
+def filters() -> tuple[Schema, ...]:
+    """The query parameters of a search and of a count: ``Filter``'s fields."""
+    state = {"type": "array", "items": {"type": "string", "enum": JOB_STATES}}
+    names = {"type": "array", "items": STR}
+    bounds = [
+        parameter(f"{field}_{side}", "query", TIME, f"only jobs {field} {side} this moment")
+        for field in ("created", "finished")
+        for side in ("after", "before")
+    ]
+    return (
+        parameter("state", "query", state, "only jobs in these states (or state=a,b)"),
+        parameter("task", "query", names, "only jobs of these tasks"),
+        parameter("queue", "query", names, "only jobs of these queues"),
+        parameter("tag", "query", names, "only jobs carrying every one of these tags"),
+        parameter("schedule", "query", STR, "only jobs of this schedule"),
+        parameter("error_code", "query", STR, "only jobs whose last error has this code"),
+        *bounds,
+        parameter("args", "query", STR, "only jobs whose arguments' JSON holds this text"),
+        NAMESPACE,
+    )
+
+
 def action(summary: str, result: str, parameter: Schema, body: str | None = None) -> Schema:
     return {"post": operation(summary, result, operate=True, parameters=(parameter,), body=body)}
 
 
 def paths() -> dict[str, Schema]:
-    state = {"type": "array", "items": {"type": "string", "enum": JOB_STATES}}
     schedule_state = {
         "type": "array",
         "items": {"type": "string", "enum": [s.value for s in ScheduleState]},
@@ -96,16 +124,17 @@ def paths() -> dict[str, Schema]:
     return {
         "/jobs": {
             "get": operation(
-                "List and search jobs, newest first",
+                "List and search jobs, newest first, a page at a time",
                 "JobList",
                 parameters=(
-                    parameter("state", "query", state, "only jobs in these states"),
-                    parameter("task", "query", STR, "only jobs of this task"),
-                    parameter("queue", "query", STR, "only jobs of this queue"),
-                    NAMESPACE,
+                    *filters(),
                     LIMIT,
+                    parameter("cursor", "query", STR, "the previous page's next_cursor"),
                     parameter(
-                        "offset", "query", {**INT, "minimum": 0, "maximum": 10000}, "skip this many"
+                        "offset",
+                        "query",
+                        {**INT, "minimum": 0, "maximum": 10000},
+                        "skip this many (the older listing: state, task and queue only)",
                     ),
                 ),
                 errors=("400",),
@@ -119,8 +148,44 @@ def paths() -> dict[str, Schema]:
                 errors=("400",),
             ),
         },
+        "/jobs/count": {
+            "get": operation(
+                "How many jobs the filter matches", "Count", parameters=filters(), errors=("400",)
+            )
+        },
+        "/jobs/actions/{action}": {
+            "post": operation(
+                "Act on every job a filter matches (an empty one needs all: true)",
+                "BulkResult",
+                operate=True,
+                parameters=(ACTION,),
+                body="BulkAction",
+            )
+        },
         "/jobs/{job_id}": {
-            "get": operation("A job in full", "Job", parameters=(JOB_ID,), errors=("404",))
+            "get": operation("A job in full", "Job", parameters=(JOB_ID,), errors=("404",)),
+            "patch": operation(
+                "Change a pending or paused job (updated: false once claimed)",
+                "JobUpdated",
+                operate=True,
+                parameters=(JOB_ID,),
+                body="JobEdit",
+            ),
+            "delete": operation(
+                "Delete a job that is not running nor waiting",
+                "Deleted",
+                operate=True,
+                parameters=(JOB_ID,),
+            ),
+        },
+        "/jobs/{job_id}/replay": {
+            "post": operation(
+                "Queue a copy of a finished job",
+                "Created",
+                operate=True,
+                status="201",
+                parameters=(JOB_ID,),
+            )
         },
         "/jobs/{job_id}/cancel": action("Cancel a job", "JobAction", JOB_ID),
         "/jobs/{job_id}/retry": action("Retry a failed or cancelled job", "JobAction", JOB_ID),

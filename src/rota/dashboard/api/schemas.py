@@ -14,6 +14,7 @@ INT: Schema = {"type": "integer"}
 BOOL: Schema = {"type": "boolean"}
 TIME: Schema = {"type": "string", "format": "date-time"}
 ANY: Schema = {}
+SECONDS: Schema = {"type": "number", "minimum": 1, "maximum": 366 * 86400}
 JOB_STATES = [state.value for state in JobState if state is not JobState.UNKNOWN]
 
 
@@ -65,8 +66,16 @@ SUMMARY = obj(
         "failures": INT,
         "last_error": null(ATTEMPT_ERROR),
         "progress": null(PROGRESS),
-    }
+        "created_at": TIME,
+        "tags": {"type": "array", "items": STR},
+        "meta": null(tally(ANY)),
+        "stuck": BOOL,
+    },
+    # A search's page has them; the older listing (``offset``) leaves them out.
+    optional=("created_at", "tags", "meta", "stuck"),
 )
+TAGS: Schema = {"type": "array", "items": {**STR, "minLength": 1, "maxLength": 255}, "maxItems": 20}
+META: Schema = {**tally(ANY), "description": "a JSON object of at most 4 KiB"}
 JOB = obj(
     {
         "id": INT,
@@ -95,6 +104,10 @@ JOB = obj(
         "problem": null({**STR, "description": "why the stored row cannot be read"}),
         "waiting_for": null({**STR, "description": "the signal a waiting job waits for"}),
         "batch_id": null(INT),
+        "tags": {"type": "array", "items": STR},
+        "meta": null(tally(ANY)),
+        "replay_of": null({**INT, "description": "the finished job this one replays"}),
+        "stuck": {**BOOL, "description": "running past its timeout while heartbeating"},
         "steps": {
             "type": "array",
             "description": "its saved workflow steps, oldest first (GET of one job only)",
@@ -165,8 +178,56 @@ ENQUEUE = obj(
         "queue": {**STR, "minLength": 1, "maxLength": 64},
         "unique_key": {**STR, "minLength": 1, "maxLength": 255},
         "depends_on": {"type": "array", "items": {**INT, "minimum": 1}},
+        "tags": TAGS,
+        "meta": META,
+        "debounce": {**SECONDS, "description": "move a pending job of the key instead"},
+        "unique_for": {**SECONDS, "description": "keep the key taken after it finished"},
     },
-    optional=("args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key", "depends_on"),
+    optional=(
+        *("args", "kwargs", "delay", "run_at", "priority", "queue", "unique_key"),
+        *("depends_on", "tags", "meta", "debounce", "unique_for"),
+    ),
+)
+JOB_EDIT = obj(
+    {
+        "run_at": {**TIME, "description": "with its UTC offset"},
+        "priority": {**INT, "minimum": -1000, "maximum": 1000},
+        "queue": {**STR, "minLength": 1, "maxLength": 64},
+        "tags": {**TAGS, "description": "replace its tags"},
+        "meta": {**META, "description": "replace its metadata (at most 4 KiB)"},
+    },
+    optional=("run_at", "priority", "queue", "tags", "meta"),
+)
+NAMES: Schema = {"type": "array", "items": STR}
+FILTER = obj(
+    {
+        "state": {"type": "array", "items": {"type": "string", "enum": JOB_STATES}},
+        "task": NAMES,
+        "queue": NAMES,
+        "tags": {**NAMES, "description": "every one must be carried"},
+        "schedule": STR,
+        "namespace": STR,
+        "error_code": STR,
+        "created_after": TIME,
+        "created_before": TIME,
+        "finished_after": TIME,
+        "finished_before": TIME,
+        "args_match": {
+            "description": "a substring of the arguments' JSON, or [path, value]",
+            "oneOf": [STR, {"type": "array", "minItems": 2, "maxItems": 2}],
+        },
+    },
+    optional=(
+        *("state", "task", "queue", "tags", "schedule", "namespace", "error_code"),
+        *("created_after", "created_before", "finished_after", "finished_before", "args_match"),
+    ),
+)
+BULK = obj(
+    {
+        "filter": {**FILTER, "description": "as Filter.to_json() gives it"},
+        "all": {**BOOL, "description": "true: an empty filter means every job"},
+    },
+    optional=("filter", "all"),
 )
 EDIT = obj(
     {"cron": STR, "tz": STR, "version": {**INT, "minimum": 0}},
@@ -187,8 +248,20 @@ SCHEMAS = {
     "ScheduleReset": RESET,
     "Created": obj({"id": INT}),
     "JobList": obj(
-        {"jobs": {"type": "array", "items": ref("JobSummary")}, "limit": INT, "offset": INT}
+        {
+            "jobs": {"type": "array", "items": ref("JobSummary")},
+            "limit": INT,
+            "offset": INT,
+            "next_cursor": null({**STR, "description": "the next page's cursor; null: last"}),
+        }
     ),
+    "JobEdit": JOB_EDIT,
+    "JobUpdated": obj({"updated": BOOL, "job": ref("Job")}),
+    "Deleted": obj({"deleted": BOOL}),
+    "Count": obj({"count": INT}),
+    "Filter": FILTER,
+    "BulkAction": BULK,
+    "BulkResult": obj({"jobs": {**INT, "description": "how many jobs it changed"}}),
     "JobAction": obj({"changed": BOOL, "job": ref("Job")}),
     "Signal": obj(
         {"signal": {**STR, "minLength": 1, "maxLength": 190}, "payload": ANY},

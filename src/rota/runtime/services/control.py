@@ -16,7 +16,6 @@ from rota.core.events import EventName
 from rota.core.model import Job, JobState
 from rota.core.names import check_name
 from rota.core.schedules import ScheduleState
-from rota.core.transitions import manual_retry
 from rota.errors import InvalidArguments, JobNotFound
 from rota.runtime.announcer import Announcer
 from rota.runtime.common import Common, Gate
@@ -115,7 +114,7 @@ class Control:
         (``job.retried``, with the attempts it had made)."""
         if job.state not in (JobState.FAILED, JobState.CANCELLED):
             return False
-        retried = self.store.finished.retry(manual_retry(job, self.clock.now()))
+        retried = bool(self.store.finished.retry([job.id], self.clock.now()))
         if retried:
             self.announcer.retried(job)
         self.gate.wake_worker()

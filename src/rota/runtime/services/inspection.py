@@ -18,12 +18,17 @@ from rota.core.definitions import DefinitionConflict, conflicts
 from rota.core.model import Counts, Job, JobState, JobStatus, WorkerInfo
 from rota.core.names import check_name
 from rota.core.schedules import Schedule, ScheduleState, ScheduleStats
+from rota.core.search import BulkAction
 from rota.core.stranded import Stranded
+from rota.core.stuck import RunningJob
 from rota.errors import InvalidArguments
 from rota.runtime.common import Gate
 from rota.runtime.services.status import statuses
 from rota.store.base import DEPENDENTS_LISTED, Store
 from rota.store.values import JobSummary, SchemaStatus, ServerInfo, UnreadableRow
+
+STUCK_LISTED = 1000
+"""The most stuck jobs one read lists."""
 
 
 class Inspection:
@@ -90,6 +95,11 @@ class Inspection:
         """Pending jobs that no worker live at ``at`` (now) can claim, by task and queue."""
         return self.store.reads.stranded(at or self.clock.now())
 
+    def stuck(self, limit: int = STUCK_LISTED) -> list[RunningJob]:
+        """Running jobs announced stuck in their current attempt (``core.stuck``), oldest
+        started first."""
+        return self.store.stuck.marked(limit)
+
     def unreadable(self, limit: int) -> list[UnreadableRow]:
         return self.store.unreadable(limit)
 
@@ -141,3 +151,9 @@ class Inspection:
     def last_scheduled(self) -> dict[str, JobSummary]:
         """The newest job each schedule enqueued, by schedule name."""
         return self.store.reads.last_scheduled()
+
+    def bulk_actions(self, limit: int = 20) -> list[BulkAction]:
+        """The latest bulk actions recorded, newest first: who asked, the filter, how many
+        jobs each changed (the dashboard's list of them)."""
+        checks.check_int(limit, InvalidArguments, "limit", 1)
+        return self.store.search.bulk_actions(limit)

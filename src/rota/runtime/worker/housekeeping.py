@@ -2,7 +2,9 @@
 
 *rescue* returns jobs of dead workers to ``pending`` (or ends them when out of attempts), by
 whoever sees them first (the store's compare-and-set makes a second rescuer change nothing),
-and announces what it applied; *prune*
+and announces what it applied; beside it, at most once a lease period, it marks the jobs of
+live workers that are *stuck* (``core.stuck``) and announces those it marked, ``job.stuck``
+once per attempt; *prune*
 deletes old finished jobs while this worker holds the prune lease.  Each logs a database error,
 backs off and carries on; so does one meeting any other error, logged with its traceback.
 """
@@ -16,6 +18,7 @@ from datetime import datetime, timedelta
 
 from rota.core.events import EventName
 from rota.core.model import Job
+from rota.core.stuck import overdue, stuck_limit
 from rota.core.transitions import lease_until, rescue
 from rota.runtime.announcer import Announcer
 from rota.runtime.retention import DbCall, Retention, lease_pass
@@ -25,8 +28,11 @@ from rota.runtime.worker.executor import Executor
 from rota.runtime.worker.outlook import SharedOutlook
 from rota.runtime.worker.settings import WorkerSettings
 from rota.store.base import Store
+from rota.tasks import TaskRegistry
 
 logger = logging.getLogger("rota.worker")
+STUCK_READ = 1_000
+"""The most running jobs one look for stuck ones reads (more than any cluster's concurrency)."""
 
 
 class Housekeeping:
@@ -56,6 +62,7 @@ class Housekeeping:
         self.shared_outlook = shared_outlook
         self.announcer = announcer
         self._expired = asyncio.Event()
+        self._stuck_looked: datetime | None = None
         if shared_outlook is not None:
             shared_outlook.listen(
                 lambda outlook: self._expired.set() if outlook.leases_expired else None
@@ -88,7 +95,8 @@ class Housekeeping:
     async def rescuing(self, poll_interval: float, batch: int, rescued: Callable[[], None]) -> None:
         """Every poll, return expired leases' jobs to pending and wake timed-out waits; skipped
         while a fresh outlook says there is neither (an idle worker's look covers both, and
-        wakes this loop when there is)."""
+        wakes this loop when there is). Stuck jobs, which no outlook sees, are looked for
+        whatever it says (``stuck_once``)."""
         backoff = LoopBackoff("rescue", self.max_backoff, self.events)
         while True:
             delay = poll_interval
@@ -97,6 +105,7 @@ class Housekeeping:
             try:
                 if (fresh is None or fresh.leases_expired) and await self.rescue_once(batch):
                     rescued()
+                await self.stuck_once()
                 backoff.succeeded()
             except Exception as error:
                 delay = backoff.failed(error)
@@ -110,6 +119,19 @@ class Housekeeping:
         )
         woken: int = await self._db(self.store.workflow.wake_timed_out, now, batch)
         return count + woken
+
+    async def stuck_once(self) -> int:
+        """Mark and announce the stuck jobs of this worker's tasks, whichever worker runs them;
+        at most once a lease period (an attempt is stuck after minutes: a lease period late is
+        on time, and a look every poll would read the running jobs every poll). How many."""
+        now = self.executor.clock.now()
+        period = timedelta(seconds=self.lease_seconds)
+        if self._stuck_looked is not None and now - self._stuck_looked < period:
+            return 0
+        self._stuck_looked = now
+        registry = self.executor.registry
+        marked: int = await self._db(mark_stuck, self.store, registry, self.announcer, now)
+        return marked
 
     async def pruning(self, interval: float, retention: Retention) -> None:
         """Every ``interval``, a prune pass while this worker holds the prune lease (taken for
@@ -162,3 +184,24 @@ def rescue_expired(
         if ticks:
             alerts.record(ticks)
     return len(applied)
+
+
+def stuck_limits(registry: TaskRegistry) -> dict[str, float]:
+    """Seconds an attempt of each task of ``registry`` may run before it is stuck, for the
+    tasks that have such a limit (``core.stuck.stuck_limit``)."""
+    limits = {task.name: stuck_limit(task.timeout, task.stuck_after) for task in registry}
+    return {name: limit for name, limit in limits.items() if limit is not None}
+
+
+def mark_stuck(store: Store, registry: TaskRegistry, announcer: Announcer, now: datetime) -> int:
+    """Mark the running jobs of ``registry``'s tasks that are stuck at ``now`` and announce
+    those the marks applied to (another worker may mark some first); how many. Only jobs that
+    have run longer than the shortest limit are read."""
+    limits = stuck_limits(registry)
+    if not limits:
+        return 0
+    started_before = now - timedelta(seconds=min(limits.values()))
+    running = store.stuck.running(sorted(limits), started_before, now, STUCK_READ)
+    marked = store.stuck.mark(overdue(running, limits, now))
+    announcer.stuck(marked, limits, now)
+    return len(marked)

@@ -191,7 +191,7 @@ class Worker:
     async def drain(self) -> DrainResult:
         """Run every due job, as a started worker would, until none is due and none runs.
 
-        Expired leases' jobs are rescued first, and waits whose timeout passed are woken.
+        Expired leases' jobs are rescued first, timed-out waits woken, stuck jobs announced.
         Leases are renewed while jobs run, so a long drained job is never taken over by another
         worker.  It returns once the hooks of what it announced have run (each within
         ``hook_timeout``).  A retry whose back-off ends after ``now`` is not due: a test
@@ -200,6 +200,7 @@ class Worker:
         self._draining = True
         self.completer.outcomes.clear()
         await self.housekeeping.rescue_once(RESCUE_BATCH)
+        await self.housekeeping.stuck_once()
         self.leases.start(self._interrupt)
         try:
             while True:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from rota.core.limits import FlowLimits
-from rota.core.model import Counts, Job, JobState, NewJob, ProgressReport
+from rota.core.model import Counts, Job, JobRef, JobState, NewJob, ProgressReport
 from rota.core.transitions import Transition
 from rota.store.values import Applied, Pruned
 
@@ -114,6 +114,16 @@ class JobStore(Protocol):
         """
         ...
 
+    def cancel_many(self, job_ids: Sequence[int], now: datetime) -> tuple[Applied, list[JobRef]]:
+        """``cancel`` of several jobs in one transaction (a bulk action's batch), and the jobs
+        it reached, as they were."""
+        ...
+
+    def move_many(self, job_ids: Sequence[int], source: JobState, target: JobState) -> list[JobRef]:
+        """The jobs of ``job_ids`` still in ``source``, moved to ``target`` (a bulk pause or
+        resume)."""
+        ...
+
     def set_job_state(self, job_id: int, source: JobState, target: JobState) -> bool | None:
         """Move a job from ``source`` to ``target`` if it is still in ``source``.
 
@@ -137,8 +147,14 @@ class FinishedStore(Protocol):
         ``finished_since``, read from the hour tallies and an index."""
         ...
 
-    def retry(self, transition: Transition) -> bool:
-        """Apply a manual retry if the job is still in the transition's source state."""
+    def retry(self, job_ids: Sequence[int], now: datetime) -> list[JobRef]:
+        """Failed or cancelled jobs back to pending with a fresh budget, history kept (a
+        compare-and-set on their state); the jobs it moved, as they were."""
+        ...
+
+    def delete(self, job_ids: Sequence[int]) -> list[JobRef]:
+        """Delete the jobs that are neither running nor waiting, and what is kept beside them;
+        the jobs deleted, as they were."""
         ...
 
     def prune(

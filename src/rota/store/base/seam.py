@@ -13,6 +13,8 @@ from rota.store.base.cluster import ClusterStore
 from rota.store.base.jobs import CallerConnection, FinishedStore, JobStore
 from rota.store.base.reads import ReadStore
 from rota.store.base.schedules import ScheduleStore
+from rota.store.base.search import EditStore, SearchStore
+from rota.store.base.stuck import StuckStore
 from rota.store.base.workflow import BatchStore, WorkflowStore
 from rota.store.values import Loan, Outlook, SchemaStatus, ServerInfo, UnreadableRow
 
@@ -69,6 +71,15 @@ class Store(Protocol):
 
     @property
     def batches(self) -> BatchStore: ...
+
+    @property
+    def search(self) -> SearchStore: ...
+
+    @property
+    def edits(self) -> EditStore: ...
+
+    @property
+    def stuck(self) -> StuckStore: ...
 
     def connect(self) -> ServerInfo:
         """Reach the server and check that rota can run on it (``ConfigError`` if not)."""
