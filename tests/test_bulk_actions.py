@@ -214,7 +214,7 @@ def test_concurrent_callers_after_a_unique_for_period_make_one_new_job(
     def call(rota: Rota, n: int) -> None:
         try:
             ids.append(rota.queue("work", n, unique_key="daily", unique_for=60))
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=call, args=(r, n)) for n, r in enumerate(callers)]
