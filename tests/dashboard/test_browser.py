@@ -159,6 +159,40 @@ def test_a_waiting_workflow_shows_its_steps_and_is_cancelled_from_the_browser(
         sql_store(rota).engine.dispose()
 
 
+def test_filter_the_jobs_by_tag_and_retry_all_matching_from_the_browser(tmp_path: Path) -> None:
+    """The filter bar's state is the URL's; "apply to all N matching" names the count, asks,
+    and acts on every matching job, not on the page shown."""
+    rota = Rota(f"sqlite:///{tmp_path}/rota.db")
+
+    @rota.task(retries=0)
+    def charge(ctx: JobContext, n: int) -> None:
+        raise ValueError(f"declined {n}")
+
+    for n in range(60):
+        rota.queue(charge, n, tags=["tenant:acme" if n % 3 else "tenant:zeta"])
+    rota.drain()
+    try:
+        with serving(create_app(rota)) as base, chromium_page() as page:
+            page.goto(f"{base}/jobs")
+            page.locator("form.filters input[name=tag]").last.fill("tenant:acme")
+            page.locator("form.filters select[name=state]").select_option("failed")
+            page.locator("form.filters button[type=submit]").click()
+            page.wait_for_url("**/jobs?*tag=tenant%3Aacme*")
+            assert "40 jobs match" in page.locator(".bulk .count").inner_text()
+            page.get_by_role("link", name="Retry all 40 matching").click()
+            assert "Retry 40 jobs" in page.locator("h1").inner_text()
+            page.get_by_role("button", name="Retry 40 jobs").click()
+            page.wait_for_load_state()
+            assert "40" in page.content()
+    finally:
+        sql_store(rota).engine.dispose()
+    assert rota.count(state="pending", tags=["tenant:acme"]) == 40
+    assert rota.count(state="failed", tags=["tenant:zeta"]) == 20, "only the matching jobs"
+    (action,) = rota.store.search.bulk_actions(5)
+    assert (action.action, action.jobs) == ("retry", 40)
+    assert action.actor.startswith("dashboard:")
+
+
 def test_pausing_a_schedule_named_like_a_path_pauses_only_itself(tmp_path: Path) -> None:
     """Chromium resolves ``..`` in a form's action: the name must reach the server whole."""
     rota = Rota(f"sqlite:///{tmp_path}/rota.db")

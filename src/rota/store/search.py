@@ -38,11 +38,11 @@ class SqlSearch:
         self.jobs = database.schema.jobs
         self.tags = JobTags(database)
 
-    def where(self, matching: Filter) -> list[ColumnElement[bool]]:
+    def where(self, matching: Filter, *, namespaced: bool = True) -> list[ColumnElement[bool]]:
         """``matching`` as conditions on the jobs table (``args_match`` aside), in this
-        store's namespace."""
+        store's namespace unless the caller keeps to it otherwise."""
         jobs = self.jobs
-        found = [self.database.mine(jobs)]
+        found = [self.database.mine(jobs)] if namespaced else []
         if matching.state:
             found.append(in_states(jobs.c.state, matching.state))
         elif matching.queue:
@@ -80,8 +80,11 @@ class SqlSearch:
             on = and_(alias.c.job_id == first.c.job_id, alias.c.namespace == namespace)
             source = source.join(alias, and_(on, alias.c.tag == tag))
         if jobs_read:
+            # A tag's row holds its job's namespace: the job is read by id alone, never sought
+            # through an index of the namespace's (which a planner without statistics, as on a
+            # table just filled, may walk once per tag).
             source = source.join(jobs, jobs.c.id == first.c.job_id)
-            conditions += self.where(matching)
+            conditions += self.where(matching, namespaced=False)
         return source, first.c.job_id, conditions
 
     def find(self, matching: Filter, limit: int, before: int | None) -> Scanned:
