@@ -190,3 +190,17 @@ def test_argument_paths_reach_nested_values() -> None:
     assert arguments_match(job, ("$.kwargs.o.l[0]", 3))
     assert not arguments_match(job, ("args[5]", "a"))
     assert not arguments_match(job, ("kwargs.o.l[0]", True)), "True is not 3 nor 1"
+
+
+def test_a_cron_tasks_ticks_and_manual_runs_carry_its_tags(rota: Rota, clock: FakeClock) -> None:
+    @rota.task(cron="*/5 * * * *", tags=["kind:report"])
+    def nightly(ctx: JobContext) -> None: ...
+
+    rota.drain()
+    clock.advance(300)
+    rota.drain()
+    manual = rota.run_now("nightly")
+    found = rota.find(tags=["kind:report"]).jobs
+    assert len(found) >= 2 and manual in {job.id for job in found}
+    assert {job.schedule for job in found} == {"nightly"}
+    assert all(job.tags == ("kind:report",) for job in found)

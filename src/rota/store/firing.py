@@ -30,6 +30,7 @@ from rota.store.history import ScheduleHistory
 from rota.store.overlap import SqlOverlap
 from rota.store.rows import job_values, to_schedule
 from rota.store.sizes import sent_bytes
+from rota.store.tags import JobTags
 from rota.store.values import Fired, Firings, UnreadableRow
 
 SCHEDULER = "scheduler"
@@ -51,6 +52,7 @@ class SqlFiring:
         self.table = database.schema.schedules
         self.history = history
         self.overlap = overlap
+        self.tags = JobTags(database)
 
     def fire_due(self, now: datetime, limit: int, planner: Planner) -> Firings:
         """Take up to ``limit`` active schedules due at ``now`` that no other instance holds,
@@ -142,10 +144,29 @@ class SqlFiring:
         insert = self.database.dialect.insert_ignoring_duplicates(self.database.schema.jobs)
         for group in by_payload(rows, INSERT_BYTES):
             connection.execute(insert, group)
+        self._tag(connection, [job for fired in results if fired for job in fired.jobs])
         for name, decision in chained:
             self.overlap.hold(connection, name, decision)
         self.history.record(connection, history)
         return results
+
+    def _tag(self, connection: Connection, jobs: Sequence[NewJob]) -> None:
+        """The tags of the ticks' jobs (their task's), found by their tick key: a tick another
+        instance wrote first is its job, whose tags it wrote too (a duplicate is skipped)."""
+        table = self.database.schema.jobs
+        tagged = []
+        for job in (job for job in jobs if job.tags):
+            found = connection.execute(
+                select(table.c.id).where(
+                    self.database.mine(table),
+                    table.c.schedule == job.schedule,
+                    table.c.scheduled_at == job.scheduled_at,
+                    table.c.tick.is_not(None),
+                )
+            ).scalar()
+            if found is not None:
+                tagged.append((int(found), job.tags))
+        self.tags.write(connection, tagged)
 
     def _move(
         self, connection: Connection, firings: Sequence[Firing], decisions: Sequence[Decision]

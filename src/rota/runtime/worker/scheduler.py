@@ -144,6 +144,7 @@ def schedule_job(
         schedule=schedule.name,
         scheduled_at=tick,
         manual=manual,
+        tags=tuple(definition.tags) if definition else (),
     )
 
 
