@@ -142,12 +142,16 @@ def hand_built(
     return Worker(context)
 
 
-def jobs_statements(store: SqlStore, call: Callable[[], object]) -> list[tuple[str, Any]]:
-    """The statements ``call`` sends that read the jobs table, with their parameters."""
+def jobs_statements(
+    store: SqlStore, call: Callable[[], object], tables: Sequence[str] = ()
+) -> list[tuple[str, Any]]:
+    """The statements ``call`` sends that read the jobs table (or any of ``tables``), with
+    their parameters."""
     sent: list[tuple[str, Any]] = []
+    read = tables or (store.schema.jobs.name,)
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if store.schema.jobs.name in statement:
+        if any(table in statement for table in read):
             sent.append((statement, parameters))
 
     event.listen(store.engine, "before_cursor_execute", record)

@@ -175,17 +175,15 @@ def test_unique_for_keeps_the_key_taken_after_the_job_finished(
     assert rota.queue("work", 5, unique_key="plain") != plain, "no period: free at once"
 
 
-def test_concurrent_debounced_callers_make_one_job(make_rota: Any, clock: FakeClock) -> None:
-    callers = [make_rota() for _ in range(4)]
-    for each in callers:
-        register(each, [])
+def concurrently(callers: list[Rota], queue: Any) -> list[int]:
+    """``queue(rota, n)`` from a thread per caller at once; every id it returned, in the order
+    they came (an exception in any thread fails the test)."""
     ids: list[int] = []
     errors: list[BaseException] = []
 
     def call(rota: Rota, n: int) -> None:
         try:
-            for k in range(5):
-                ids.append(rota.queue("work", n * 10 + k, unique_key="burst", debounce=60))
+            ids.extend(queue(rota, n))
         except BaseException as error:
             errors.append(error)
 
@@ -195,6 +193,18 @@ def test_concurrent_debounced_callers_make_one_job(make_rota: Any, clock: FakeCl
     for thread in threads:
         thread.join()
     assert errors == []
+    return ids
+
+
+def test_concurrent_debounced_callers_make_one_job(make_rota: Any, clock: FakeClock) -> None:
+    callers = [make_rota() for _ in range(4)]
+    for each in callers:
+        register(each, [])
+
+    def burst(rota: Rota, n: int) -> list[int]:
+        return [rota.queue("work", n * 10 + k, unique_key="burst", debounce=60) for k in range(5)]
+
+    ids = concurrently(callers, burst)
     assert len(set(ids)) == 1 and len(ids) == 20
     assert callers[0].count() == 1
 
@@ -208,21 +218,9 @@ def test_concurrent_callers_after_a_unique_for_period_make_one_new_job(
     first = callers[0].queue("work", 0, unique_key="daily", unique_for=60)
     callers[0].drain()
     clock.advance(61)
-    ids: list[int] = []
-    errors: list[BaseException] = []
-
-    def call(rota: Rota, n: int) -> None:
-        try:
-            ids.append(rota.queue("work", n, unique_key="daily", unique_for=60))
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=call, args=(r, n)) for n, r in enumerate(callers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    ids = concurrently(
+        callers, lambda rota, n: [rota.queue("work", n, unique_key="daily", unique_for=60)]
+    )
     assert len(set(ids)) == 1 and first not in ids, "one new job, the finished one freed"
     assert callers[0].count(state="pending") == 1
 

@@ -8,11 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, text
+from sqlalchemy import insert, text
 
 from rota.core.search import Filter
 from rota.store.sql import SqlStore
 from tests.conftest import START
+from tests.helpers import jobs_statements
 from tests.store.test_inspection_plans import store
 
 __all__ = ["store"]
@@ -58,30 +59,13 @@ def searched(store: SqlStore) -> SqlStore:
     return store
 
 
-def sent(store: SqlStore, call: Any) -> list[tuple[str, Any]]:
-    """The statements ``call`` sends that read the jobs or the tags table."""
-    tables = (store.schema.jobs.name, store.schema.job_tags.name)
-    found: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if any(table in statement for table in tables):
-            found.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", record)
-    try:
-        call()
-    finally:
-        event.remove(store.engine, "before_cursor_execute", record)
-    assert found
-    return found
-
-
 def assert_sought(store: SqlStore, call: Any) -> None:
     """No statement reads every row of the jobs table, nor of the tags table where a tag is
     its filter (PostgreSQL: no sequential scan; MySQL: no plan of type ``ALL``).  The read of
     a page's tags by job id is left out: on a table this small PostgreSQL rightly scans it."""
     with store.engine.connect() as connection:
-        for statement, parameters in sent(store, call):
+        read = (store.schema.jobs.name, store.schema.job_tags.name)
+        for statement, parameters in jobs_statements(store, call, read):
             tables = [store.schema.jobs.name]
             if "tag = " in statement:
                 tables += [store.schema.job_tags.name, "tag0", "tag1"]

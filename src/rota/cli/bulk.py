@@ -56,6 +56,24 @@ def filtering(*targets: object) -> bool:
     return True
 
 
+def acted_on_matching(
+    action: str, yes: bool, url: str | None, table_prefix: str, *targets: object
+) -> bool:
+    """With filter options (and no target beside them): count, ask and act on the matching
+    jobs, then ``True``; ``False`` when the command acts on its target instead."""
+    if not filtering(*targets):
+        return False
+    with connected(url, table_prefix) as rota:
+        act_on_matching(rota, action, yes)
+    return True
+
+
+def one_target(target: object, what: str = "a job ID") -> None:
+    """A usage error unless the command, given no filter options, names its target."""
+    if target is None:
+        raise click.UsageError(f"give {what} or filter options (see --help)")
+
+
 def act_on_matching(rota: Rota, action: str, yes: bool) -> None:
     """Count, ask, act on every job the command's filter matches, and say how many changed."""
     wanted = matching(rota.clock.now())
@@ -77,14 +95,11 @@ def act_on_matching(rota: Rota, action: str, yes: bool) -> None:
 def delete(job_id: int | None, yes: bool, url: str | None, table_prefix: str) -> None:
     """Delete a job (an integer ID) that is not running nor waiting, with its steps and tags;
     or, with filter options, every such job they match."""
-    bulk = filtering(job_id)
-    if job_id is None and not bulk:
-        raise click.UsageError("give a job ID or filter options (see --help)")
+    if acted_on_matching("delete", yes, url, table_prefix, job_id):
+        return
+    one_target(job_id)
+    assert job_id is not None
     with connected(url, table_prefix) as rota:
-        if bulk:
-            act_on_matching(rota, "delete", yes)
-            return
-        assert job_id is not None
         job = rota.job(job_id)
         if not rota.delete(job_id):
             raise fail(f"job {job_id} is {job.state.value}: running or waiting jobs are kept")

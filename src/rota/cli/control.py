@@ -15,7 +15,7 @@ import re
 import click
 
 from rota.app import Rota
-from rota.cli.bulk import act_on_matching, bulk_options, filtering
+from rota.cli.bulk import acted_on_matching, bulk_options, one_target
 from rota.cli.common import JobId, connected, database_options, fail, job_id
 from rota.core.escaping import visible
 from rota.core.model import JobState
@@ -34,14 +34,11 @@ RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 def retry(job_id: int | None, yes: bool, url: str | None, table_prefix: str) -> None:
     """Put a failed or cancelled job back to pending, with a fresh attempt budget; or, with
     filter options, every failed or cancelled job they match."""
-    bulk = filtering(job_id)
-    if job_id is None and not bulk:
-        raise click.UsageError("give a job ID or filter options (see --help)")
+    if acted_on_matching("retry", yes, url, table_prefix, job_id):
+        return
+    one_target(job_id)
+    assert job_id is not None
     with connected(url, table_prefix) as rota:
-        if bulk:
-            act_on_matching(rota, "retry", yes)
-            return
-        assert job_id is not None
         job = rota.job(job_id)
         if job.state not in RETRYABLE:
             raise fail(
@@ -64,14 +61,11 @@ def cancel(target: str | None, yes: bool, url: str | None, table_prefix: str) ->
     A pending job is cancelled at once; a running one is stopped by its worker at its next
     heartbeat. A cancelled schedule enqueues no more jobs.
     """
-    bulk = filtering(target)
-    if target is None and not bulk:
-        raise click.UsageError("give a job ID, a schedule NAME or filter options (see --help)")
+    if acted_on_matching("cancel", yes, url, table_prefix, target):
+        return
+    one_target(target, "a job ID, a schedule NAME")
+    assert target is not None
     with connected(url, table_prefix) as rota:
-        if bulk:
-            act_on_matching(rota, "cancel", yes)
-            return
-        assert target is not None
         if JOB_ID.fullmatch(target):
             say(cancel_job(rota, job_id(target)))
         else:
@@ -117,9 +111,7 @@ def pause(
     """Pause a pending job (an integer ID), a schedule (its NAME), a queue (--queue),
     everything (--all), or every pending job the filter options match (their queue:
     --in-queue). Nothing paused runs until it is resumed."""
-    if filtering(target, queue, every):
-        with connected(url, table_prefix) as rota:
-            act_on_matching(rota, "pause", yes)
+    if acted_on_matching("pause", yes, url, table_prefix, target, queue, every):
         return
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
@@ -143,9 +135,7 @@ def resume(
     """Resume a paused job, schedule (from its next tick; ticks missed while paused never
     run), queue (--queue), everything (--all), or every paused job the filter options match
     (their queue: --in-queue)."""
-    if filtering(target, queue, every):
-        with connected(url, table_prefix) as rota:
-            act_on_matching(rota, "resume", yes)
+    if acted_on_matching("resume", yes, url, table_prefix, target, queue, every):
         return
     which = single(target, queue, every)
     with connected(url, table_prefix) as rota:
