@@ -203,8 +203,8 @@ class _Batch:
             after=dependencies(request.after, "after"),
             concurrency_key=concurrency_key,
             rate_key=rate_key,
-            tags=check_tags([*(definition.tags if definition else ()), *check_tags(request.tags)]),
-            meta=check_meta(request.meta),
+            tags=tags(definition, request.tags),
+            meta=None if request.meta is None else check_meta(request.meta),
             unique_for=kept.unique_for,
             debounce=kept.debounce,
         )
@@ -240,8 +240,19 @@ class Kept(NamedTuple):
     unique_for: int | None
 
 
+def tags(definition: TaskDefinition | None, given: object) -> tuple[str, ...]:
+    """The task's tags (checked when it was defined), then those the call adds."""
+    own = tuple(definition.tags) if definition is not None else ()
+    return own if given is None else check_tags([*own, *check_tags(given)])
+
+
+UNKEPT = Kept(None, None)
+
+
 def keeping(request: Enqueue, unique_key: str | None) -> Kept:
     """``debounce`` and ``unique_for`` checked: each needs a unique key to act on."""
+    if request.debounce is None and request.unique_for is None:
+        return UNKEPT
     kept = Kept(
         check_seconds("debounce", request.debounce),
         check_seconds("unique_for", request.unique_for),
@@ -253,10 +264,12 @@ def keeping(request: Enqueue, unique_key: str | None) -> Kept:
 
 
 def run_at(request: Enqueue, now: datetime, debounce: int | None = None) -> datetime:
-    if (request.delay is not None) + (request.run_at is not None) + (debounce is not None) > 1:
-        raise InvalidArguments("give one of delay, run_at and debounce")
     if debounce is not None:
+        if request.delay is not None or request.run_at is not None:
+            raise InvalidArguments("give one of delay, run_at and debounce")
         return now + timedelta(seconds=debounce)
+    if request.delay is not None and request.run_at is not None:
+        raise InvalidArguments("give one of delay, run_at and debounce")
     if request.run_at is not None:
         return checks.moment(request.run_at, InvalidArguments, "run_at")
     return now if request.delay is None else checks.later(now, request.delay, InvalidArguments)
