@@ -237,3 +237,13 @@ def test_a_pruned_or_deleted_job_takes_its_tags_along(rota: Rota, clock: FakeClo
     assert rota.delete(kept)
     assert rota.count(tags=["gone"]) == 0
     assert rota.find(tags=["gone"]).jobs == []
+
+
+def test_a_deleted_dependency_counts_as_satisfied(rota: Rota) -> None:
+    ran: list[Any] = []
+    register(rota, ran)
+    parent = rota.queue("work", 1, delay=3600)
+    child = rota.queue("work", 2, depends_on=[parent])
+    assert rota.delete(parent)
+    assert rota.drain().succeeded == 1
+    assert ran == [2] and rota.job(child).state is JobState.SUCCEEDED
