@@ -142,7 +142,7 @@ def test_debounce_folds_a_burst_into_one_run_with_the_last_arguments(
 ) -> None:
     ran: list[Any] = []
     register(rota, ran)
-    first = rota.queue("work", 1, unique_key="k", debounce=30)
+    first = rota.queue("work", 1, unique_key="k", debounce=timedelta(seconds=30))
     for n in range(2, 6):
         clock.advance(10)
         assert rota.queue("work", n, unique_key="k", debounce=30) == first

@@ -61,8 +61,8 @@ class Enqueue:
         kwargs: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
         meta: Mapping[str, Any] | None = None,
-        debounce: float | None = None,
-        unique_for: float | None = None,
+        debounce: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
         **keyword: Any,
     ) -> None:
         if (args is not None and positional) or (kwargs is not None and keyword):

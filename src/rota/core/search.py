@@ -8,10 +8,11 @@ argument match is decided here, on the decoded arguments of rows the other field
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from rota.core import checks
@@ -172,14 +173,17 @@ def check_meta(given: object) -> str | None:
 
 
 def check_seconds(option: str, given: object) -> int | None:
-    """``debounce`` and ``unique_for``: whole seconds, at least one, at most a year."""
+    """``debounce`` and ``unique_for``: seconds (or a ``timedelta``) from one to a year,
+    rounded up to whole seconds, as the key's period is stored."""
     if given is None:
         return None
+    if isinstance(given, timedelta):
+        given = given.total_seconds()
     if isinstance(given, bool) or not isinstance(given, (int, float)):
         raise InvalidArguments(f"{option} is a number of seconds, got {type(given).__name__}")
     if not 1 <= given <= 366 * 86400:
         raise InvalidArguments(f"{option} must be 1 s to a year, got {given!r}")
-    return int(given)
+    return math.ceil(given)
 
 
 def encode_cursor(job_id: int) -> str:
