@@ -70,6 +70,10 @@ def test_the_site_builds_strictly_with_the_api_reference(site_source: Path) -> N
     errors = (site_source / "site" / "reference" / "errors" / "index.html").read_text()
     assert 'id="rota.errors.TransientStoreError"' in errors
     assert (site_source / "site" / "screenshots" / "overview.png").is_file()
+    # A page's included example is there, not the inclusion's marker (which a formatter of
+    # Markdown's Python blocks once turned into "--8 < --", leaving the page without its code).
+    workflows = (site_source / "site" / "workflows" / "index.html").read_text()
+    assert "charge_card" in workflows and "--8" not in workflows
 
 
 @pytest.mark.slow
