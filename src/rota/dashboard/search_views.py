@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from starlette.datastructures import QueryParams
 
 from rota.app import Rota
-from rota.core.model import Job, JobState
+from rota.core.model import JobState
 from rota.core.search import Filter
 from rota.dashboard import views
 from rota.dashboard.views import BadQuery, shown
@@ -131,28 +131,6 @@ def describe(matching: Filter) -> str:
     return ", ".join(parts) or "every job"
 
 
-def summary(job: Job) -> JobSummary:
-    """A found job as the listing's rows show it: ``find`` reads whole jobs, the rows only
-    what a summary holds (its arguments are let go with the ``Job``)."""
-    return JobSummary(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        state=job.state,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-        run_at=job.run_at,
-        finished_at=job.finished_at,
-        schedule=job.schedule,
-        lease_owner=job.lease_owner,
-        last_error=job.errors[-1] if job.errors else None,
-        progress=job.progress,
-        started_at=job.started_at,
-        failures=len(job.errors),
-        unknown_state=job.unknown_state,
-    )
-
-
 def search_page(rota: Rota, params: QueryParams, query: views.JobsQuery) -> dict[str, Any]:
     """A page of the jobs the filter matches, newest first, the link to the next by cursor,
     the exact count, and the bulk actions it offers (none when it narrows nothing)."""
@@ -165,7 +143,7 @@ def search_page(rota: Rota, params: QueryParams, query: views.JobsQuery) -> dict
         raise BadQuery(str(error)) from None
     here = filter_params(matching)
     return {
-        "jobs": [summary(job) for job in page.jobs],
+        "jobs": [JobSummary.of(job) for job in page.jobs],
         "tags": {job.id: job.tags for job in page.jobs},
         "stuck": {job.id for job in page.jobs if job.stuck},
         "search": True,

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
-from rota.core.model import FINAL_STATES, MAX_JOB_ID
+from rota.core.model import MAX_JOB_ID
 from rota.store.database import Database
-from rota.store.rows import UNSTARTED
+from rota.store.rows import FINAL, UNSTARTED
 from rota.store.tags import JobTags
 
 COPIED = (
@@ -22,7 +22,6 @@ COPIED = (
     *("concurrency_key", "rate_key"),
 )
 """What a replay takes from the job it copies: not its key, its schedule nor its history."""
-FINAL = sorted(state.value for state in FINAL_STATES)
 
 
 class SqlEdits:

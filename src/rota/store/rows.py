@@ -26,6 +26,7 @@ from rota.core import payload
 from rota.core.escaping import visible
 from rota.core.events import EventName
 from rota.core.model import (
+    FINAL_STATES,
     STORED_STATES,
     AttemptError,
     Job,
@@ -47,6 +48,8 @@ from rota.store.values import UnreadableRow
 RUNNING = JobState.RUNNING.value
 UNSTARTED = (JobState.PENDING.value, JobState.PAUSED.value)
 """States whose jobs have yet to run: pending, or paused by hand or with their queue."""
+FINAL = tuple(sorted(state.value for state in FINAL_STATES))
+"""The final states, as stored."""
 UNREADABLE_QUOTE = 500
 REPORTED_ROWS = 1000
 """How many unreadable rows a store remembers having logged."""

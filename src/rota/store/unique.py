@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import Row, Select, Table, select, update
 from sqlalchemy.engine import Connection
 
-from rota.core.model import FINAL_STATES, JobState
+from rota.core.model import JobState
 from rota.store.database import Database
+from rota.store.rows import FINAL
 
-FINAL = sorted(state.value for state in FINAL_STATES)
 INSERT_ROUNDS = 3
 """Inserts tried while the key's holder keeps ending between the insert and the read."""
 DEBOUNCED = ("run_at", "payload", "concurrency_key", "rate_key")

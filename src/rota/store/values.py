@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.core.model import AttemptError, JobRef, JobState, NewJob, Progress
+from rota.core.model import AttemptError, Job, JobRef, JobState, NewJob, Progress
 from rota.core.overlap import Decision
 from rota.core.schedules import Schedule
 
@@ -77,6 +77,27 @@ class JobSummary:
     """How many of its attempts failed (the length of the job's ``errors``)."""
     unknown_state: str | None = None
     """The row's state when rota does not know it (``state`` is then ``UNKNOWN``)."""
+
+    @classmethod
+    def of(cls, job: Job) -> JobSummary:
+        """A whole job as a summary (``find`` reads whole jobs; its arguments stay behind)."""
+        return cls(
+            id=job.id,
+            task=job.task,
+            queue=job.queue,
+            state=job.state,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            run_at=job.run_at,
+            finished_at=job.finished_at,
+            schedule=job.schedule,
+            lease_owner=job.lease_owner,
+            last_error=job.errors[-1] if job.errors else None,
+            progress=job.progress,
+            started_at=job.started_at,
+            failures=len(job.errors),
+            unknown_state=job.unknown_state,
+        )
 
 
 @dataclass(frozen=True, slots=True)

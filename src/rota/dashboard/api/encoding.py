@@ -52,21 +52,8 @@ def summary(job: JobSummary) -> dict[str, Any]:
 def found(record: Job) -> dict[str, Any]:
     """A job in a search's page: a listing's summary, with its tags and metadata (the row is
     whole there, so nothing is fetched for them)."""
-    last = record.errors[-1] if record.errors else None
     return {
-        "id": record.id,
-        "task": record.task,
-        "queue": record.queue,
-        "state": record.unknown_state or record.state.value,
-        "attempt": record.attempt,
-        "max_attempts": record.max_attempts,
-        "run_at": when(record.run_at),
-        "started_at": when(record.started_at),
-        "finished_at": when(record.finished_at),
-        "schedule": record.schedule,
-        "failures": len(record.errors),
-        "last_error": error(last),
-        "progress": progress(record.progress),
+        **summary(JobSummary.of(record)),
         "created_at": when(record.created_at),
         "tags": list(record.tags),
         "meta": record.meta,
