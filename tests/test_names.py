@@ -1,5 +1,5 @@
 """One list each of event names and error codes: the enums, what the source emits and builds,
-and what the README and the documentation list.
+and what the documentation lists.
 
 Read from the source tree and the Markdown, so that an event logged with a name of its own, a
 name no code emits, a code no class carries or a list that drifted from its enum fails here."""
@@ -21,7 +21,7 @@ SOURCE = ROOT / "src" / "rota"
 RECORD_MAKER = SOURCE / "store" / "events.py"
 """The one module that makes a log record carrying ``event``."""
 NAMES = SOURCE / "core" / "events.py"
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = sorted((ROOT / "docs").glob("*.md"))
 DOCUMENTS += sorted((ROOT / "docs" / "reference").glob("*.md"))
 RECORD_MAKERS = {"LoggerAdapter", "makeLogRecord", "LogRecord"}
 TABLE_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
@@ -87,20 +87,16 @@ def test_the_code_tree_of_the_errors_module_names_each_class_and_its_code() -> N
     assert "    │   ├── DatabaseUnavailable" in errors.__doc__
 
 
-def test_the_readme_and_the_docs_list_exactly_the_events_and_the_codes() -> None:
+def test_the_docs_list_exactly_the_events_and_the_codes() -> None:
     events = _tables("event")
     codes = _tables("code")
-    assert {path.name for path in events} >= {"README.md", "guide.md"}
+    assert {path.name for path in events} >= {"guide.md"}
     assert {path.name for path in codes} >= {"errors.md"}
     for path, listed in events.items():
         assert listed == [name.value for name in EventName], path
     for path, listed in codes.items():
         assert sorted(listed) == sorted(code.value for code in ErrorCode), path
         assert len(listed) == len(set(listed)), path
-    readme, guide = (
-        _section(ROOT / name, "The execution log") for name in ("README.md", "docs/guide.md")
-    )
-    assert readme == guide, "the README and the guide share the execution log's text"
 
 
 def _tables(first_column: str) -> dict[Path, list[str]]:
@@ -117,14 +113,6 @@ def _tables(first_column: str) -> dict[Path, list[str]]:
             elif not line.startswith("|"):
                 rows = None
     return found
-
-
-def _section(path: Path, title: str) -> str:
-    text = path.read_text()
-    start = re.search(rf"^#+ {title}\n", text, re.MULTILINE)
-    assert start is not None, path
-    end = re.search(r"^#+ ", text[start.end() :], re.MULTILINE)
-    return text[start.end() : start.end() + end.start() if end else None]
 
 
 def _error_classes() -> list[type[errors.RotaError]]:

@@ -12,10 +12,9 @@ from rota.store.schema import notify_function
 from rota.store.urls import normalise_url
 from tests.conftest import Database
 
-README = Path(__file__).parents[2] / "README.md"
-TESTING = README.read_text().partition("### Testing your tasks")[2]
+TESTING = (Path(__file__).parents[2] / "docs" / "testing.md").read_text()
 RETRIED = TESTING.split("```python\n")[1].split("```")[0]
-"""The README's example, run as it stands there."""
+"""The testing page's example, run as it stands there."""
 
 # Each test queues one job and must find only it; each notes its prefix for the outer test.
 ISOLATED = """

@@ -31,7 +31,7 @@ from tests.conftest import Database
 from tests.helpers import sql_store
 from tests.store.contract.support import EMPTY
 
-README = Path(__file__).parents[2] / "README.md"
+OPERATIONS = Path(__file__).parents[2] / "docs" / "operations.md"
 
 
 def test_migrations_equal_the_schema(db: Database) -> None:
@@ -174,8 +174,8 @@ def test_mysql_ddl_for_a_dba_to_review() -> None:
         assert f"CREATE TABLE {table} (" in ddl
     unique_key = "uq_rota_jobs_unique_key ON rota_jobs (namespace, task, unique_key)"
     assert f"CREATE UNIQUE INDEX {unique_key}" in ddl
-    listed = set(re.findall(r"^  \| `(rota_\w+)`", README.read_text(), re.MULTILINE))
-    assert listed == {*tables, "rota_alembic_version"}, "the README's DBA notes list every table"
+    listed = set(re.findall(r"^  \| `(rota_\w+)`", OPERATIONS.read_text(), re.MULTILINE))
+    assert listed == {*tables, "rota_alembic_version"}, "the DBA notes list every table"
     assert "CHARSET=utf8mb4" in ddl and "COLLATE utf8mb4_bin" in ddl
     claim = "ix_rota_jobs_claim ON rota_jobs (namespace, state, queue, priority, run_at)"
     assert f"CREATE INDEX {claim}" in ddl

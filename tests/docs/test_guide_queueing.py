@@ -1,4 +1,4 @@
-"""The README's Tasks and Queueing examples, run as they stand there: every job they queue must
+"""The guide's Tasks and Queueing examples, run as they stand there: every job they queue must
 succeed at its first attempt (an example whose arguments did not fit its task queued jobs that
 failed and retried for ever)."""
 
@@ -15,18 +15,18 @@ from sqlalchemy import Column, Integer, MetaData, Table, create_engine
 from rota import JobContext, JobState, Rota
 from rota.testing import FakeClock
 
-README = (Path(__file__).parents[1] / "README.md").read_text()
+GUIDE = (Path(__file__).parents[2] / "docs" / "guide.md").read_text()
 NOW = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
 
 
 def blocks(section: str) -> list[str]:
-    """The Python code blocks of a README section (up to the next heading of its level)."""
-    body = README.partition(f"\n### {section}\n")[2].split("\n### ")[0]
+    """The Python code blocks of a guide section (up to the next heading of its level)."""
+    body = GUIDE.partition(f"\n## {section}\n")[2].split("\n## ")[0]
     return [part.split("```")[0] for part in body.split("```python\n")[1:]]
 
 
-def test_the_readme_tasks_and_queueing_examples_queue_jobs_that_succeed(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'readme.db'}"
+def test_the_guide_tasks_and_queueing_examples_queue_jobs_that_succeed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'guide.db'}"
     clock = FakeClock(NOW)
     engine = create_engine(url)
     orders = Table("orders", MetaData(), Column("id", Integer, primary_key=True))
@@ -47,7 +47,7 @@ def test_the_readme_tasks_and_queueing_examples_queue_jobs_that_succeed(tmp_path
 
     namespace["send_invoice"] = send_invoice
     single, many = blocks("Queueing")
-    code = compile(single, "README", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    code = compile(single, "guide.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     asyncio.run(eval(code, namespace))
     exec(many, namespace)
 
