@@ -2,7 +2,8 @@
 
 MariaDB and PostgreSQL come from ``ROTA_TEST_MYSQL_URL`` / ``ROTA_TEST_POSTGRES_URL`` (default:
 the local servers).  Each test gets its own table prefix, so tests never see each other's rows.
-Outside CI an unreachable server skips its tests; with ``CI=true`` it fails them.
+Outside CI an unreachable server skips its tests; with ``CI=true`` it fails them
+(``tests.requirements``).
 ``--backends sqlite`` (comma-separated) chooses the databases: the others' tests are deselected.
 A test or module marked ``sqlite_only`` (see pyproject.toml) gets ``db`` on SQLite alone: its
 other backends are never generated, so they show as neither skipped nor deselected.
@@ -28,6 +29,7 @@ from rota.store.schema import notify_function
 from rota.store.urls import normalise_url
 from rota.testing import FakeClock
 from tests.helpers import sql_store
+from tests.requirements import require
 
 if TYPE_CHECKING:
     from tests.workers import Workers
@@ -36,6 +38,7 @@ SERVERS = {
     "mariadb": ("ROTA_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
     "postgres": ("ROTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
 }
+SERVER_PACKAGES = {"mariadb": "mariadb-server", "postgres": "postgresql"}
 BACKENDS = ("sqlite", *SERVERS)
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 # pytester runs pytest inside a test: the tests of rota's pytest plugin use it.
@@ -134,8 +137,8 @@ def _server_error(backend: str) -> str | None:
         return None
     except Exception as exc:
         return (
-            f"{backend} is not reachable at {url} ({type(exc).__name__}); start it, or point "
-            f"{variable} at a server"
+            f"{backend} is not reachable at {url} ({type(exc).__name__}): start it (apt-get "
+            f"install {SERVER_PACKAGES[backend]}), or point {variable} at a server"
         )
     finally:
         engine.dispose()
@@ -144,11 +147,7 @@ def _server_error(backend: str) -> str | None:
 def server_url(backend: str) -> str:
     if not chosen(backend):
         pytest.skip(f"{backend} is not among --backends")
-    error = _server_error(backend)
-    if error is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs every database server: {error}")
-        pytest.skip(error)
+    require(_server_error(backend))
     variable, default = SERVERS[backend]
     return os.environ.get(variable, default)
 

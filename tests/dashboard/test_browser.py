@@ -1,18 +1,15 @@
 """The dashboard in a real browser: headless Chromium retries a failed job and edits a schedule.
 
-Needs Debian's Chromium at /usr/bin/chromium and the ``playwright`` package (no downloaded
-browsers).  Without them the module is skipped, unless ``CI=true``, where it fails.
+Needs Debian's Chromium and the ``playwright`` package (``tests.browser``). Without them the
+module is skipped, unless ``CI=true``, where it fails.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,59 +17,12 @@ from rota import JobContext, Rota
 from rota.core.model import JobState, WorkerInfo
 from rota.dashboard import create_app
 from rota.testing import FakeClock
+from tests.browser import chromium_page, missing
 from tests.dashboard.serving import serving
 from tests.helpers import sql_store
+from tests.requirements import skipped_outside_ci
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-IN_CI = os.environ.get("CI") == "true"
-
-
-def _missing() -> str | None:
-    if not os.access(CHROMIUM, os.X_OK):
-        return f"{CHROMIUM} is missing; install it with `apt-get install chromium`"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is missing; install the dev extra"
-    return None
-
-
-MISSING = _missing()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
-    ),
-]
-
-
-@contextmanager
-def chromium_page() -> Iterator[Any]:
-    """A fresh 1280x800 page of headless Debian Chromium."""
-    if MISSING is not None:
-        pytest.fail(f"CI needs the browser test to run: {MISSING}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            page.set_default_timeout(10_000)
-            yield page
-        finally:
-            browser.close()
+pytestmark = [pytest.mark.slow, skipped_outside_ci(missing())]
 
 
 def test_retry_a_failed_job_from_the_browser(tmp_path: Path) -> None:

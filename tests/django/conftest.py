@@ -23,6 +23,7 @@ django.setup()
 from rota.contrib.django import DjangoRota  # noqa: E402  (needs the settings)
 from rota.contrib.django.project import BUILT  # noqa: E402
 from tests.conftest import _server_error, drop_prefixed_tables  # noqa: E402
+from tests.requirements import in_ci  # noqa: E402
 
 ALIASES = {"sqlite": "default", "mariadb": "mariadb", "postgres": "postgres"}
 
@@ -33,7 +34,7 @@ def on(*backends: str) -> list[Any]:
     for backend in backends:
         alias = ALIASES[backend]
         error = None if backend == "sqlite" else _server_error(backend)
-        if error is not None and os.environ.get("CI") != "true":
+        if error is not None and not in_ci():
             marks: list[Any] = [pytest.mark.skip(reason=error)]
         else:
             marks = [pytest.mark.django_db(transaction=True, databases=[alias])]

@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, text
 
 from rota.store.urls import normalise_url
 from tests.conftest import SERVERS, _server_error
+from tests.requirements import in_ci
 
 TRIAL = Path(__file__).with_name("trial")
 DOCS = Path(__file__).parents[2] / "docs" / "django.md"
@@ -41,7 +42,7 @@ def backends() -> list[object]:
     params: list[object] = [pytest.param("sqlite", id="sqlite")]
     for backend in SERVERS:
         error = _server_error(backend)
-        skip = error is not None and os.environ.get("CI") != "true"
+        skip = error is not None and not in_ci()
         marks = [pytest.mark.skip(reason=str(error))] if skip else []
         params.append(pytest.param(backend, marks=marks, id=backend))
     return params

@@ -4,8 +4,8 @@ order with the shop's form and pauses its confirmation job with the dashboard's.
 
 The project runs as it would be deployed: ``migrate``, ``rota migrate`` and a superuser on a
 SQLite file, then ``uvicorn shop_project.asgi:application``, each in a process of its own (this
-session may have set up another Django project). Chromium as in
-``tests.dashboard.test_browser``: skipped without it, unless ``CI=true``.
+session may have set up another Django project). Chromium as
+``tests.browser`` drives it: skipped without it, unless ``CI=true``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.test_browser import IN_CI, MISSING, chromium_page
+from tests.browser import chromium_page, missing
 from tests.examples.test_django_shop import EXAMPLE
+from tests.requirements import skipped_outside_ci
 
 PASSWORD = "a password for the browser test"
 SET_UP = f"""
@@ -41,12 +42,7 @@ Product.objects.create(name="kettle", stock=3)
 """
 """What a deployment does first (migrate, rota migrate, createsuperuser) and a product, in one
 process."""
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        MISSING is not None and not IN_CI, reason=f"browser test skipped: {MISSING}"
-    ),
-]
+pytestmark = [pytest.mark.slow, skipped_outside_ci(missing())]
 
 
 def project_env(tmp_path: Path) -> dict[str, str]:

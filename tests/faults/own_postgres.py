@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -21,11 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from sqlalchemy.engine import URL
 
 from tests.conftest import Database, server_url
 from tests.faults.servers import free_port
+from tests.requirements import program, require, root
 
 PREFIX = "rota_faults_"
 READY_TIMEOUT = 60.0
@@ -33,11 +32,13 @@ READY_TIMEOUT = 60.0
 
 def _version() -> str:
     versions = sorted(os.listdir("/etc/postgresql")) if Path("/etc/postgresql").is_dir() else []
-    if not shutil.which("pg_createcluster") or not versions or os.geteuid() != 0:
-        message = "a cluster of the test's own needs root and postgresql-common (pg_createcluster)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    no_server = None if versions else "no PostgreSQL in /etc/postgresql: apt-get install postgresql"
+    require(
+        root("a PostgreSQL cluster of the test's own"),
+        program("pg_createcluster", "postgresql-common"),
+        program("pg_ctlcluster", "postgresql-common"),
+        no_server,
+    )
     return versions[-1]
 
 

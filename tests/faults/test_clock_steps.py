@@ -10,7 +10,6 @@ shares one host's clock, which is the time line there: the servers are where hos
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from rota import JobState, Rota
+from tests.requirements import faketime, libfaketime, require, skipped_outside_ci
 from tests.workers import Workers
 
 STEP = 120
@@ -27,25 +27,18 @@ cannot look like what this test looks for."""
 RUN = 8.0
 """Seconds the job runs: two leases, half a dozen heartbeats after the step."""
 SERVERS = pytest.mark.parametrize("db", ["mariadb", "postgres"], indirect=True)
-
-
-def libfaketime() -> str:
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
-    if not found:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs libfaketime (Debian's faketime package)")
-        pytest.skip("libfaketime is not installed (Debian's faketime package)")
-    return found[0]
+pytestmark = skipped_outside_ci(faketime())
 
 
 class SteppedClock:
     """The wall clock of the processes started with ``env``, stepped by writing its offset."""
 
     def __init__(self, directory: Path) -> None:
+        require(faketime())
         self.path = directory / "faketime"
         self.step(0)
         self.env = {
-            "LD_PRELOAD": libfaketime(),
+            "LD_PRELOAD": libfaketime() or "",
             "FAKETIME_TIMESTAMP_FILE": str(self.path),
             "FAKETIME_NO_CACHE": "1",
             "FAKETIME_DONT_FAKE_MONOTONIC": "1",

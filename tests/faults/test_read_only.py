@@ -40,6 +40,7 @@ from tests.conftest import server_url
 from tests.faults.own_postgres import Cluster, own_postgres
 from tests.faults.servers import free_port
 from tests.helpers import eventually, sql_store
+from tests.requirements import program, require, root
 
 JOBS = 100
 READ_ONLY_SECONDS = 2.5
@@ -132,8 +133,11 @@ def own_mariadb() -> Iterator[OwnMariaDB]:
     """A ``mariadbd`` of this module on a free port, its user ``rota`` granted only the database
     ``rota``; stopped and its datadir removed at the end, whatever happened."""
     server_url("mariadb")  # skipped, or failed in CI, as the shared server's tests are
-    if not shutil.which("mariadb-install-db") or os.geteuid() != 0:
-        pytest.skip("a MariaDB server of the test's own needs root and mariadb-install-db")
+    require(
+        root("a MariaDB server of the test's own"),
+        *(program(name, "mariadb-server") for name in ("mariadb-install-db", "mariadbd")),
+        program("mariadb", "mariadb-client"),
+    )
     workdir = Path(tempfile.mkdtemp(prefix=MARIADB_PREFIX))
     server = OwnMariaDB(free_port(), workdir / "sock")
     process: subprocess.Popen[bytes] | None = None
