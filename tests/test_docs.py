@@ -35,15 +35,19 @@ def load_extension() -> ModuleType:
     return module
 
 
+def copy_site_source(target: Path) -> Path:
+    """A copy of mkdocs.yml and docs/ in ``target`` that a test may break, reading the real
+    src/ and the examples/ its pages include; ``target``."""
+    shutil.copy(ROOT / "mkdocs.yml", target / "mkdocs.yml")
+    shutil.copytree(ROOT / "docs", target / "docs")
+    for tree in ("src", "examples"):
+        (target / tree).symlink_to(ROOT / tree, target_is_directory=True)
+    return target
+
+
 @pytest.fixture
 def site_source(tmp_path: Path) -> Path:
-    """A copy of mkdocs.yml and docs/ that a test may break, reading the real src/ and the
-    examples/ its pages include."""
-    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    shutil.copytree(ROOT / "docs", tmp_path / "docs")
-    for tree in ("src", "examples"):
-        (tmp_path / tree).symlink_to(ROOT / tree, target_is_directory=True)
-    return tmp_path
+    return copy_site_source(tmp_path)
 
 
 def build(source: Path) -> subprocess.CompletedProcess[str]:
