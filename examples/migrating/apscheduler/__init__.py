@@ -1,0 +1,1 @@
+"""APScheduler 3, moved to rota (docs/migrating/apscheduler.md)."""

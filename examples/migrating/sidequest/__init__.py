@@ -1,0 +1,1 @@
+"""Sidequest.js jobs, on rota (docs/migrating/sidequest.md)."""
