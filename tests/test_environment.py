@@ -13,8 +13,6 @@ import pytest
 from rota import ConfigError, Rota
 from rota.config import RotaConfig, environment_table
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture
 def url(tmp_path: Path) -> str:
@@ -92,13 +90,13 @@ def test_an_unknown_variable_is_reported_once_with_the_nearest_name(
     ]
 
 
-def test_the_documented_table_lists_every_setting() -> None:
+def test_the_table_of_variables_lists_every_setting() -> None:
+    """The table docs/reference/configuration.md shows (tests/docs checks it is there)."""
     shown = environment_table()
     for item in RotaConfig.__dataclass_fields__:
         variable = "ROTA_DATABASE_URL" if item == "url" else f"ROTA_{item.upper()}"
         assert f"| `{variable}` | `{item}`" in shown
     assert "| `ROTA_LOG_FORMAT` | `log_format` |" in shown
-    assert shown in (ROOT / "docs" / "configuration.md").read_text(), "regenerate the table"
 
 
 def test_the_cli_reads_the_table_prefix_and_namespace_from_the_environment(

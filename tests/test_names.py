@@ -1,8 +1,8 @@
-"""One list each of event names and error codes: the enums, what the source emits and builds,
-and what the documentation lists.
+"""One list each of event names and error codes: the enums, and what the source emits and
+builds (their reference pages are checked against the enums in tests/docs).
 
-Read from the source tree and the Markdown, so that an event logged with a name of its own, a
-name no code emits, a code no class carries or a list that drifted from its enum fails here."""
+Read from the source tree, so that an event logged with a name of its own, a name no code
+emits or a code no class carries fails here."""
 
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ SOURCE = ROOT / "src" / "rota"
 RECORD_MAKER = SOURCE / "store" / "events.py"
 """The one module that makes a log record carrying ``event``."""
 NAMES = SOURCE / "core" / "events.py"
-DOCUMENTS = sorted((ROOT / "docs").glob("*.md"))
-DOCUMENTS += sorted((ROOT / "docs" / "reference").glob("*.md"))
 RECORD_MAKERS = {"LoggerAdapter", "makeLogRecord", "LogRecord"}
-TABLE_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
 
 
 def modules() -> Iterator[tuple[Path, ast.Module]]:
@@ -85,34 +82,6 @@ def test_the_code_tree_of_the_errors_module_names_each_class_and_its_code() -> N
     parents = {error.__name__: error.__mro__[1].__name__ for error in _error_classes()}
     assert parents["DatabaseUnavailable"] == parents["TransientStoreError"] == "StoreError"
     assert "    │   ├── DatabaseUnavailable" in errors.__doc__
-
-
-def test_the_docs_list_exactly_the_events_and_the_codes() -> None:
-    events = _tables("event")
-    codes = _tables("code")
-    assert {path.name for path in events} >= {"guide.md"}
-    assert {path.name for path in codes} >= {"errors.md"}
-    for path, listed in events.items():
-        assert listed == [name.value for name in EventName], path
-    for path, listed in codes.items():
-        assert sorted(listed) == sorted(code.value for code in ErrorCode), path
-        assert len(listed) == len(set(listed)), path
-
-
-def _tables(first_column: str) -> dict[Path, list[str]]:
-    """Per document, the first column of each Markdown table whose header starts with
-    ``first_column``, its values in backquotes."""
-    found: dict[Path, list[str]] = {}
-    for path in DOCUMENTS:
-        rows: list[str] | None = None
-        for line in path.read_text().splitlines():
-            if re.match(rf"^\|\s*{first_column}\s*\|", line):
-                rows = found.setdefault(path, [])
-            elif rows is not None and (match := TABLE_ROW.match(line)):
-                rows.append(match.group(1))
-            elif not line.startswith("|"):
-                rows = None
-    return found
 
 
 def _error_classes() -> list[type[errors.RotaError]]:
