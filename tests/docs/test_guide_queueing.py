@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ NOW = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
 def blocks(section: str) -> list[str]:
     """The Python code blocks of a guide section (up to the next heading of its level)."""
     body = GUIDE.partition(f"\n## {section}\n")[2].split("\n## ")[0]
-    return [part.split("```")[0] for part in body.split("```python\n")[1:]]
+    return [part.split("```")[0] for part in re.split(r"```python[^\n]*\n", body)[1:]]
 
 
 def test_the_guide_tasks_and_queueing_examples_queue_jobs_that_succeed(tmp_path: Path) -> None:

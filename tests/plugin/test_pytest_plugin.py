@@ -3,6 +3,7 @@ pytest of its own, which loads the plugin from its entry point as any installati
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from rota.store.urls import normalise_url
 from tests.conftest import Database
 
 TESTING = (Path(__file__).parents[2] / "docs" / "testing.md").read_text()
-RETRIED = TESTING.split("```python\n")[1].split("```")[0]
+RETRIED = re.split(r"```python[^\n]*\n", TESTING)[1].split("```")[0]
 """The testing page's example, run as it stands there."""
 
 # Each test queues one job and must find only it; each notes its prefix for the outer test.
