@@ -125,7 +125,9 @@ class LeaseKeeper:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._started.set()
-        watching = asyncio.ensure_future(_watch(worker_loop, loop_thread, self.events))
+        watching = asyncio.ensure_future(
+            _watch(worker_loop, loop_thread, self.events, lambda: self._stopping)
+        )
         try:
             await self._renewing(worker_loop, interrupt)
         except asyncio.CancelledError:
@@ -184,8 +186,15 @@ def _hand_over(
             return
 
 
-async def _watch(loop: asyncio.AbstractEventLoop, loop_thread: int, events: EventLog) -> None:
-    """Ping the worker's loop; log once when a ping waits longer than ``BLOCKED_LOOP``."""
+async def _watch(
+    loop: asyncio.AbstractEventLoop,
+    loop_thread: int,
+    events: EventLog,
+    stopping: Callable[[], bool],
+) -> None:
+    """Ping the worker's loop; log once when a ping waits longer than ``BLOCKED_LOOP``.  Once
+    the keeper is stopping (it may outlive its worker's ``stop`` by a renewal in flight), a
+    loop that nothing runs any more is its worker's end, not a block."""
     own = asyncio.get_running_loop()
     while True:
         answered = asyncio.Event()
@@ -202,15 +211,16 @@ async def _watch(loop: asyncio.AbstractEventLoop, loop_thread: int, events: Even
         try:
             await asyncio.wait_for(answered.wait(), BLOCKED_LOOP)
         except asyncio.TimeoutError:
-            _blocked(loop_thread, time.monotonic() - sent, events)
-            await answered.wait()
-            events.log(
-                logger,
-                EventName.WORKER_LOOP_UNBLOCKED,
-                logging.INFO,
-                "the worker's event loop runs again after %.1f s",
-                time.monotonic() - sent,
-            )
+            if not stopping():
+                _blocked(loop_thread, time.monotonic() - sent, events)
+                await answered.wait()
+                events.log(
+                    logger,
+                    EventName.WORKER_LOOP_UNBLOCKED,
+                    logging.INFO,
+                    "the worker's event loop runs again after %.1f s",
+                    time.monotonic() - sent,
+                )
         await asyncio.sleep(WATCH_EVERY)
 
 
