@@ -1,9 +1,7 @@
 """``manage.py rota <command> [arguments]``: the ``rota`` command on the project's Rota.
 
-Every command of ``rota`` (worker, check, jobs, job, schedules, schedule, retry, cancel, pause,
-resume, delete, update, replay, run-now, migrate, prune, dashboard) with its own options and
-help: the arguments go to
-rota's click CLI as they are, the project's Rota given to it as its ``Host``, so ``worker`` and
+Every command of ``rota``, with its own options and help: the arguments go to rota's click CLI
+as they are, the project's Rota given to it as its ``Host``, so ``worker`` and
 ``dashboard`` need no APP and the others no ``--url`` or ``--table-prefix``. Output, errors and
 exit codes are ``rota``'s (1: an operational failure, 2: a usage error), ``call_command``'s
 ``stdout``/``stderr`` honoured.
@@ -33,9 +31,8 @@ CALLED_CHILD = (sys.executable, "-m", "django", "rota")
 
 class Command(BaseCommand):
     help = (
-        "Run a rota command on the project's Rota: manage.py rota worker, check, jobs, job, "
-        "schedules, schedule, retry, cancel, pause, resume, delete, update, replay, run-now, "
-        "migrate, prune, dashboard (manage.py rota COMMAND --help for its options)."
+        f"Run a rota command on the project's Rota: manage.py rota {', '.join(main.commands)} "
+        "(manage.py rota COMMAND --help for its options)."
     )
     requires_system_checks: list[str] = []
     child: tuple[str, ...] = CALLED_CHILD
