@@ -5,6 +5,7 @@ stop of children not yet started."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -130,3 +131,24 @@ def test_supervisor_counts_a_child_ended_by_its_sigterm_as_stopped(
         finally:
             if supervisor.poll() is None:
                 supervisor.kill()
+
+
+def test_demo_stopped_while_queueing_its_first_jobs_exits_0(tmp_path: Path) -> None:
+    """The demo queues its start-up jobs before its worker starts; here on a server that takes
+    the connection and never answers, so the stop comes while it waits on it."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    url = f"mysql://root@127.0.0.1:{port}/test?connect_timeout=60"
+    try:
+        with running("demo", "--url", url, logs=tmp_path / "d") as demo:
+            silent.settimeout(30)
+            connection, _ = silent.accept()
+            code, took = stop_with(demo, signal.SIGTERM)
+            connection.close()
+    finally:
+        silent.close()
+    output = demo.output()
+    assert code == 0, output
+    assert STOPPED.format("SIGTERM") in output, output
+    assert "Traceback" not in output, output
+    assert took < 10, output

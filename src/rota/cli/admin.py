@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from types import FrameType
 
@@ -121,19 +123,9 @@ def worker(
     SIGTERM."""
     if metrics_port is not None and processes > 1:
         raise click.UsageError("--metrics-port serves one process: not with --processes above 1")
-    stop_while_starting()
-    try:
+    with until_started():
         served = Served(parse_queues(queues), concurrency, metrics_port)
         run_worker(app, served, grace, processes, log_level, log_format)
-    except StoppedWhileStarting as stopped:
-        EventLog(logger).log(
-            logger,
-            EventName.WORKER_START_INTERRUPTED,
-            logging.INFO,
-            "stopped by %s before the worker started",
-            signal.Signals(stopped.signum).name,
-        )
-        sys.exit(0)
 
 
 class StoppedWhileStarting(BaseException):
@@ -147,17 +139,30 @@ class StoppedWhileStarting(BaseException):
         self.signum = signum
 
 
-def stop_while_starting() -> None:
-    """Make SIGINT and SIGTERM end ``rota worker`` with exit code 0 until the worker (or the
-    supervisor) installs its own handlers: a stop during a slow import of the application is
-    what the signal asked for, not a failure, and it interrupts the import rather than waiting
-    for it.  Those handlers replace these; none is restored here."""
+@contextlib.contextmanager
+def until_started() -> Iterator[None]:
+    """Make SIGINT and SIGTERM end the command with exit code 0 until the worker (or the
+    supervisor) installs its own handlers: a stop during a slow import of the application, or
+    while the demo queues its first jobs, is what the signal asked for, not a failure, and it
+    interrupts that work rather than waiting for it.  Those handlers replace these; none is
+    restored here."""
 
     def raise_stopped(signum: int, frame: FrameType | None) -> None:
         raise StoppedWhileStarting(signum)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, raise_stopped)
+    try:
+        yield
+    except StoppedWhileStarting as stopped:
+        EventLog(logger).log(
+            logger,
+            EventName.WORKER_START_INTERRUPTED,
+            logging.INFO,
+            "stopped by %s before the worker started",
+            signal.Signals(stopped.signum).name,
+        )
+        sys.exit(0)
 
 
 def parse_queues(queues: str | None) -> tuple[str, ...]:
@@ -255,9 +260,10 @@ def demo(url: str | None) -> None:
     """Run the demo service (rota.demo) until Ctrl-C; on SQLite unless given a URL."""
     if url:
         os.environ["DEMO_DATABASE_URL"] = url
-    from rota.demo.main import main as run_demo  # here: it builds its Rota from the environment
+    with until_started():
+        from rota.demo.main import main as run_demo  # here: it builds its Rota from the env
 
-    sys.exit(run_demo())
+        sys.exit(run_demo())
 
 
 @click.command()
