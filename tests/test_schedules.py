@@ -246,6 +246,29 @@ def test_pause_and_resume_everything_and_cancel(
     assert rota.cancel("missing") is False
 
 
+def test_a_cancelled_schedule_stays_cancelled_when_defined_again(
+    make_rota: Callable[..., Rota], clock: FakeClock
+) -> None:
+    """An operator's cancel outlives the code and the calls that define the schedule again:
+    they update its definition, and it never ticks."""
+    rota = make_rota()
+    rota.define_task(TaskDefinition(name="coded", cron="* * * * *", handler=lambda: None))
+    rota.schedule("* * * * *", "coded", name="runtime")
+    rota.drain()
+    assert rota.cancel("coded") and rota.cancel("runtime")
+
+    restarted = make_rota()
+    restarted.define_task(TaskDefinition(name="coded", cron="*/2 * * * *", handler=lambda: None))
+    restarted.schedule("*/2 * * * *", "coded", name="runtime")
+    clock.advance(4 * MINUTE)
+    restarted.drain()
+
+    for name in ("coded", "runtime"):
+        schedule = restarted.get_schedule(name)
+        assert (schedule.state, schedule.spec.cron) == ("cancelled", "*/2 * * * *")
+    assert [tick for _, tick in scheduled_jobs(restarted) if tick > START] == []
+
+
 def test_jobs_reports_schedules_and_active_jobs(rota: Rota, clock: FakeClock) -> None:
     @rota.task(cron="*/2 * * * *", retries=0)
     def flaky(ctx: JobContext) -> None:
