@@ -8,7 +8,8 @@ top to bottom, in a fresh directory on a SQLite database of its own (tests/docs/
 - ```pycon is a doctest in that namespace.
 - ```sh: each command runs with bash and must exit 0; ``<!-- docs: exit N -->`` on the line
   above expects N instead; ``<!-- docs: background -->`` leaves the commands running until the
-  page ends, when SIGTERM must make each exit 0.
+  page ends, when SIGTERM must stop each cleanly; ``<!-- docs: restart -->`` first stops the
+  running background commands of the same text (a reader's Ctrl-C), then starts them again.
 - ```text after ``<!-- docs: output -->`` is what the block before it printed (``...``
   matches anything within a line); any other ```text is an illustration, not code.
 - ```toml, ```yaml, ```json and ```ini must parse (and are written to their ``title=``);
@@ -163,6 +164,10 @@ class ShellRule(Rule):
             (example.line + block.first + offset, command)
             for offset, command in shell_commands(block.source)
         ]
+        if block.directives.restart:
+            stopped = page.sandbox.stop_background({command for _, command in commands})
+            if stopped:
+                raise BlockFailure(example.line, "\n".join(stopped))
         if block.directives.background:
             lines = {f"{page.name}:{line}": line for line, _ in commands}
             ended = page.sandbox.start(

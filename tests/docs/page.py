@@ -32,6 +32,8 @@ class Directives:
     """What the ``<!-- docs: ... -->`` comments right above a block ask of it."""
 
     background: bool = False
+    # Stop the page's background commands of the same text first, as Ctrl-C in their terminal.
+    restart: bool = False
     exit_code: int = 0
     output: bool = False
     # The reason given with ``not-run`` ("" when there is none); None: the block runs.
@@ -54,6 +56,8 @@ class Directives:
                 words = []
             if words == ["background"]:
                 found["background"] = True
+            elif words == ["restart"]:
+                found["background"] = found["restart"] = True
             elif words == ["output"]:
                 found["output"] = True
             elif len(words) == 2 and words[0] == "exit" and words[1].isdigit():

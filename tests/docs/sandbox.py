@@ -231,14 +231,17 @@ class Sandbox:
                 return background
         return None
 
-    def stop_background(self) -> list[str]:
-        """SIGTERM to every background command still running; each must then stop within
-        ``STOP_TIMEOUT`` seconds, as a worker does on a deploy's SIGTERM: with status 0, or
-        killed by that SIGTERM (uvicorn shuts down, then raises the signal again, which a
-        supervisor such as systemd counts as a clean stop). The problems found."""
+    def stop_background(self, commands: set[str] | None = None) -> list[str]:
+        """SIGTERM to every background command still running (or those of ``commands`` only,
+        as a reader's Ctrl-C in their terminals); each must then stop within ``STOP_TIMEOUT``
+        seconds, as a worker does on a deploy's SIGTERM: with status 0, or killed by that
+        SIGTERM (uvicorn shuts down, then raises the signal again, which a supervisor such as
+        systemd counts as a clean stop). The problems found."""
         problems = []
         running = []
-        for background in self.background:
+        stopping = [b for b in self.background if commands is None or b.command in commands]
+        for background in stopping:
+            self.background.remove(background)
             if background.process.poll() is not None:
                 problems.append(f"{background.where}: {background.ended_early()}")
             else:

@@ -116,6 +116,28 @@ def test_a_background_command_killed_by_the_sigterm_it_was_sent_stopped_cleanly(
     run(tmp_path, f"<!-- docs: background -->\n~~~sh\n{killed}\n~~~\n")
 
 
+def test_a_restart_stops_the_running_command_of_the_same_text_first(tmp_path: Path) -> None:
+    noting = SERVER.replace("import signal,", "import os, signal,").replace(
+        "print(", 'open("pids", "a").write(f"{os.getpid()}\\n"); print('
+    )
+    started = f"<!-- docs: background -->\n~~~sh\n{noting}\n~~~\n"
+    restarted = f"<!-- docs: restart -->\n~~~sh\n{noting}\n~~~\n"
+    alive = (
+        "<!-- invisible-code-block: python\n"
+        "import os, pathlib\n"
+        "first, second = map(int, pathlib.Path('pids').read_text().split())\n"
+        "assert not os.path.exists(f'/proc/{first}') and os.path.exists(f'/proc/{second}')\n"
+        "-->\n"
+    )
+
+    run(tmp_path, started + "\n" + restarted + "\n" + alive)
+
+    failing = (started + "\n" + restarted).replace("sys.exit(0)", "sys.exit(3)")
+    message = failure(tmp_path, failing)
+    assert message.startswith("page.md:7: page.md:3: `python -c"), message
+    assert "exited 3 on SIGTERM" in message
+
+
 def test_a_titled_file_is_written_for_later_blocks_to_import(tmp_path: Path) -> None:
     text = (
         '~~~python title="shop/prices.py"\ndef total(items):\n    return sum(items)\n~~~\n\n'
