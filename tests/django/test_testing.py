@@ -1,5 +1,6 @@
 """A project tested with Django's own tools, as docs/django.md's "Testing" says: a copy of the
-trial project (``trial/``) with that section's examples written into it, run by a real
+trial project (``trial/``) with the page's app (its model, tasks and view) and that section's
+tests written into it, run by a real
 ``manage.py test`` and a real pytest-django session, on SQLite (Django's in-memory test
 database), MariaDB and PostgreSQL.
 
@@ -48,15 +49,14 @@ def backends() -> list[object]:
     return params
 
 
+WRITTEN = ["shop/models.py", "shop/tasks.py", "shop/tests.py", "shop/views.py", "test_shop.py"]
+"""The files of docs/django.md the trial takes: the shop app and its tests (the page's project
+is ``mysite``, whose routes the trial's ``trial_site`` has too)."""
+
+
 def documented() -> dict[str, str]:
-    """The files of docs/django.md's "Testing" section, by the path each names first."""
-    page = DOCS.read_text()
-    section = page[page.index("## Testing") : page.index("## The dashboard in Django")]
-    files = {}
-    for block in re.findall(r"```python\n(.*?)```", section, re.S):
-        path = block.splitlines()[0].removeprefix("# ").split()[0]
-        files[path] = block
-    return files
+    """The Python files docs/django.md writes, by the path of their title."""
+    return dict(re.findall(r'```python title="([^"]+)"\n(.*?)```', DOCS.read_text(), re.S))
 
 
 @pytest.fixture
@@ -64,9 +64,8 @@ def trial(tmp_path: Path) -> Path:
     project = tmp_path / "trial"
     shutil.copytree(TRIAL, project)
     files = documented()
-    assert sorted(files) == ["shop/tests.py", "test_shop.py"]
-    for path, content in files.items():
-        (project / path).write_text(content)
+    for path in WRITTEN:
+        (project / path).write_text(files[path])
     (project / "conftest.py").write_text(CONFTEST)
     return project
 

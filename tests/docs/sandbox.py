@@ -33,6 +33,7 @@ from tests.requirements import require
 
 # The venv of the running interpreter, whichever it is (.venv, .venv-3.10, ...).
 SCRIPTS = Path(sysconfig.get_path("scripts"))
+OUTER_VARIABLES = ("ROTA_", "DJANGO_SETTINGS_MODULE", "PYTEST_")
 COMMAND_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 
@@ -84,8 +85,9 @@ class Sandbox:
         self._path = list(sys.path)
         self._modules = set(sys.modules)
         os.chdir(self.directory)
-        # A variable of the developer's shell (ROTA_NAMESPACE, ...) must not change a page.
-        for name in [name for name in os.environ if name.startswith("ROTA_")]:
+        # A variable of the developer's shell (ROTA_NAMESPACE, ...) or of the suite around the
+        # page (a Django settings module, pytest's own) must not change a page.
+        for name in [name for name in os.environ if name.startswith(OUTER_VARIABLES)]:
             del os.environ[name]
         os.environ["ROTA_DATABASE_URL"] = f"sqlite:///{self.directory}/rota.db"
         os.environ["PATH"] = os.pathsep.join([str(SCRIPTS), self.outer_environ.get("PATH", "")])

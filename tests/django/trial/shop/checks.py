@@ -10,7 +10,7 @@ from django.test import TestCase, TransactionTestCase
 
 from rota.contrib.django import rota
 
-from .tasks import add
+from .adding import add
 
 
 class OnTheTestDatabase(TestCase):

@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, JsonResponse
 
-from .tasks import add
+from .adding import add
 
 
 def add_now(request: HttpRequest) -> JsonResponse:
