@@ -87,10 +87,21 @@ def migrated(url: str, table_prefix: str = "rota_") -> Iterator[Rota]:
         sql_store(rota).engine.dispose()
 
 
-def wait_until(check: Callable[[], object], timeout: float = 10.0, every: float = 0.05) -> None:
-    """``eventually`` for code outside an event loop (subprocess tests)."""
+def wait_until(
+    check: Callable[[], object],
+    timeout: float = 10.0,
+    every: float = 0.05,
+    ignoring: tuple[type[Exception], ...] = (),
+) -> None:
+    """``eventually`` for code outside an event loop (subprocess tests); a check that raises
+    one of ``ignoring`` (a server not up yet, a database file locked) counts as not met."""
     deadline = time.monotonic() + timeout
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except ignoring:
+            pass
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s: {check}")
         time.sleep(every)
